@@ -11,7 +11,14 @@ import importlib
 from .base import Output, Reducer, Reduction, get_reducer, list_reducers, register_reducer
 
 # modules that register built-in reducers; imported on first registry use, not at import time
-_BUILTIN_MODULES: tuple[str, ...] = ("simple",)
+_BUILTIN_MODULES: tuple[str, ...] = (
+    "simple",  # full, random, oracle
+    "truncation",  # bottom truncation: exact, and AgentLab GenericAgent-style
+    "embedding",  # the paper's embedding retrieval
+    "bm25",  # BM25 over lines and over chunks
+    "program",  # the tuned rule-based program reducer
+    "lineretriever",  # the LLM retriever (the paper's method)
+)
 _loaded = False
 
 
@@ -21,7 +28,11 @@ def _load_builtins() -> None:
         return
     _loaded = True
     for mod in _BUILTIN_MODULES:
-        importlib.import_module(f"{__name__}.{mod}")
+        try:
+            importlib.import_module(f"{__name__}.{mod}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{mod}":
+                raise  # a missing dependency inside the module is a real error
 
 
 __all__ = ["Output", "Reducer", "Reduction", "get_reducer", "list_reducers", "register_reducer"]
