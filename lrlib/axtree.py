@@ -52,26 +52,36 @@ class Line:
 class AxTree:
     """Parsed tree: parallel columns over the non-blank lines, numbered from 1.
 
-    Column lists are 0-based (``texts[i]`` is line ``i + 1``).
+    Column lists are 0-based (``texts[i]`` is line ``i + 1``). ``bids`` and ``roles`` are
+    read on first use (pruning with ``remove`` and token counting never need them).
     """
 
-    __slots__ = ("texts", "indents", "depths", "bids", "roles", "parents", "__dict__")
+    __slots__ = ("texts", "indents", "depths", "parents", "__dict__")
 
     def __init__(
-        self,
-        texts: list[str],
-        indents: list[int],
-        depths: list[int],
-        bids: list[str | None],
-        roles: list[str | None],
-        parents: list[int],
+        self, texts: list[str], indents: list[int], depths: list[int], parents: list[int]
     ) -> None:
         self.texts = texts
         self.indents = indents  # characters of leading whitespace
         self.depths = depths
-        self.bids = bids
-        self.roles = roles
         self.parents = parents  # 0-based index of the parent line, -1 for roots
+
+    @cached_property
+    def bids(self) -> list[str | None]:
+        """Bid of each line, or None."""
+        return [b or None for _, b, _ in self._heads]
+
+    @cached_property
+    def roles(self) -> list[str | None]:
+        """Role of each line, or None (opaque lines have neither bid nor role)."""
+        return [r or None for _, _, r in self._heads]
+
+    @cached_property
+    def _heads(self) -> list[tuple[str, str, str]]:
+        heads = _HEAD.findall("\n".join(self.texts))
+        if len(heads) != len(self.texts):  # cannot happen for "\n"-free lines; be safe anyway
+            heads = [_HEAD.match(t).groups("") for t in self.texts]
+        return heads
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -87,8 +97,15 @@ class AxTree:
         text = self.texts[i]
         head = _HEAD.match(text)
         rest = text[head.end() :] if head else text
-        return Line(number, self.depths[i], self.bids[i], self.roles[i], rest.lstrip(" "),
-                    text, self.parents[i] + 1)
+        return Line(
+            number,
+            self.depths[i],
+            self.bids[i],
+            self.roles[i],
+            rest.lstrip(" "),
+            text,
+            self.parents[i] + 1,
+        )
 
     @property
     def text(self) -> str:
@@ -162,18 +179,13 @@ def parse(text: str) -> AxTree:
     if not isinstance(text, str):
         raise TypeError(f"parse() takes the tree as str, not {type(text).__name__}")
     texts = split_lines(text)
-    heads = _HEAD.findall("\n".join(texts))
-    if len(heads) != len(texts):  # cannot happen for "\n"-free lines; be safe anyway
-        heads = [_HEAD.match(t).groups("") for t in texts]
-    indents = [len(ind) for ind, _, _ in heads]
-    if any(" " in ind for ind, _, _ in heads):
-        depths = _space_depths([ind for ind, _, _ in heads])
-    else:
+    indents = [len(t) - len(t.lstrip("\t ")) for t in texts]
+    tabs = [len(t) - len(t.lstrip("\t")) for t in texts]
+    if tabs == indents:
         depths = indents
-    bids = [b or None for _, b, _ in heads]
-    roles = [r or None for _, _, r in heads]
-    parents = _parents(depths)
-    return AxTree(texts, indents, depths, bids, roles, parents)
+    else:  # some indentation uses spaces
+        depths = _space_depths([t[:i] for t, i in zip(texts, indents, strict=True)])
+    return AxTree(texts, indents, depths, _parents(depths))
 
 
 def _space_depths(indents: list[str]) -> list[int]:
@@ -182,7 +194,9 @@ def _space_depths(indents: list[str]) -> list[int]:
     positive = [w for w in widths if w]
     unit = min(positive) if positive else 1
     # a common unit is the smallest step; e.g. 2 or 4 spaces per level
-    return [ind.count("\t") + (w + unit - 1) // unit for ind, w in zip(indents, widths, strict=True)]
+    return [
+        ind.count("\t") + (w + unit - 1) // unit for ind, w in zip(indents, widths, strict=True)
+    ]
 
 
 def _parents(depths: list[int]) -> list[int]:

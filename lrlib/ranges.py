@@ -82,8 +82,9 @@ class Selection:
         return len(self) / self.n_lines if self.n_lines else 0.0
 
     @classmethod
-    def from_ranges(cls, ranges: Iterable[tuple[int, int]], n_lines: int,
-                    truncated: bool = False) -> Selection:
+    def from_ranges(
+        cls, ranges: Iterable[tuple[int, int]], n_lines: int, truncated: bool = False
+    ) -> Selection:
         """Normalise raw pairs: swap reversed, clamp to 1..n_lines, drop outside, merge.
 
         >>> Selection.from_ranges([(5, 3), (0, 0), (4, 99)], n_lines=10)
@@ -194,8 +195,11 @@ def _json_ranges(text: str) -> list[tuple[int, int]]:
             continue
         if isinstance(item, int):
             out.append((_clip(item), _clip(item)))
-        elif (isinstance(item, list) and len(item) == 2
-              and all(isinstance(v, int) and not isinstance(v, bool) for v in item)):
+        elif (
+            isinstance(item, list)
+            and len(item) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in item)
+        ):
             out.append((_clip(item[0]), _clip(item[1])))
     return out
 

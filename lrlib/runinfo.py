@@ -29,10 +29,21 @@ def lrlib_version() -> str:
 def git_commit() -> str | None:
     """HEAD of the repository lrlib runs from (``+dirty`` when tracked files changed)."""
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_DIR, capture_output=True,
-                              text=True, timeout=5, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=REPO_DIR, capture_output=True, text=True, timeout=5).stdout
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=REPO_DIR,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=REPO_DIR,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     return head + ("+dirty" if dirty.strip() else "")

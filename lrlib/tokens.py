@@ -126,6 +126,10 @@ def line_token_counts(lines: Sequence[str], encoding: str = DEFAULT_ENCODING) ->
     [2, 2]
     """
     memo = _line_memo.setdefault(encoding, {})
+    try:
+        return list(map(memo.__getitem__, lines))  # the common case: every line seen before
+    except KeyError:
+        pass
     out = [memo.get(line, -1) for line in lines]
     missing = sorted({line for line, c in zip(lines, out, strict=True) if c < 0})
     if missing:
@@ -135,7 +139,9 @@ def line_token_counts(lines: Sequence[str], encoding: str = DEFAULT_ENCODING) ->
             blob = "\n".join(missing) + "\n"
             tokens = np.asarray(_encode(blob, encoding), dtype=np.int64)
             ends = np.cumsum(_token_bytes(encoding)[tokens])
-            line_ends = np.cumsum([len(line.encode("utf-8", "surrogatepass")) + 1 for line in missing])
+            line_ends = np.cumsum(
+                [len(line.encode("utf-8", "surrogatepass")) + 1 for line in missing]
+            )
             idx = np.searchsorted(ends, line_ends, side="right")
             counts = np.diff(idx, prepend=0).tolist()
         if len(memo) + len(missing) > _LINE_MEMO_MAX:
@@ -169,8 +175,7 @@ def count_lines(lines: Sequence[str], encoding: str = DEFAULT_ENCODING) -> int:
         return 0
     if not _lines_are_separable(lines, encoding):
         return len(_encode("\n".join(lines), encoding))
-    counts = line_token_counts(lines[:-1], encoding)
-    return sum(counts) + len(_encode(lines[-1], encoding))
+    return sum(line_token_counts(lines[:-1], encoding)) + len(_encode(lines[-1], encoding))
 
 
 def truncate_bottom(text: str, budget: int, encoding: str = DEFAULT_ENCODING) -> str:

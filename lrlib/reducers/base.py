@@ -87,8 +87,20 @@ class Reducer(ABC):
         latency = time.perf_counter() - start
         before = count_lines(tree.texts, self.encoding)
         after = count_tokens(out.text, self.encoding)
-        return Reduction(self.name, step.step_id, out.text, out.kept, before, after, latency,
-                         self.params, out.stubs, out.usage, out.failure, out.extra)
+        return Reduction(
+            self.name,
+            step.step_id,
+            out.text,
+            out.kept,
+            before,
+            after,
+            latency,
+            self.params,
+            out.stubs,
+            out.usage,
+            out.failure,
+            out.extra,
+        )
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self._params.items())
@@ -98,8 +110,9 @@ class Reducer(ABC):
 _REGISTRY: dict[str, Callable[..., Reducer]] = {}
 
 
-def register_reducer(name: str, factory: Callable[..., Reducer] | None = None, *,
-                     overwrite: bool = False):
+def register_reducer(
+    name: str, factory: Callable[..., Reducer] | None = None, *, overwrite: bool = False
+):
     """Register a reducer class or factory under ``name`` (usable as a decorator)."""
 
     def add(f: Callable[..., Reducer]) -> Callable[..., Reducer]:

@@ -1,0 +1,110 @@
+"""lrlib.tokens: exact counts, offline files, exact bottom truncation."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lrlib.tokens import count_lines, count_tokens, get_encoding, truncate_bottom
+
+
+def test_offline_seeding_in_a_fresh_process(tmp_path):
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR")
+    }
+    env["LRLIB_WORK_DIR"] = str(tmp_path)
+    code = (
+        "import os, json, socket\n"
+        "def no_net(*a, **k): raise OSError('network used')\n"
+        "socket.socket.connect = no_net\n"
+        "from lrlib.tokens import count_tokens\n"
+        "print(json.dumps([count_tokens('hello world'), os.environ['TIKTOKEN_CACHE_DIR']]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    n, cache = json.loads(out.stdout)
+    assert n == 2 and cache == str(tmp_path / "tiktoken")
+    expected = {
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    }
+    got = {hashlib.sha256(p.read_bytes()).hexdigest() for p in (tmp_path / "tiktoken").iterdir()}
+    assert got == expected
+
+
+def test_a_users_own_cache_setting_is_kept(tmp_path):
+    env = dict(os.environ, TIKTOKEN_CACHE_DIR=str(tmp_path / "mine"), LRLIB_WORK_DIR=str(tmp_path))
+    code = "import os, lrlib.tokens as t; t._seed_tiktoken_cache(); print(os.environ['TIKTOKEN_CACHE_DIR'])"
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == str(tmp_path / "mine")
+    assert not (tmp_path / "tiktoken").exists()
+
+
+def test_counts_are_exact_on_real_trees(real_trees):
+    enc = get_encoding()
+    for item in real_trees.values():
+        text = item["tree"]
+        assert count_tokens(text) == len(enc.encode_ordinary(text))
+        assert count_tokens(text, "cl100k_base") == len(
+            get_encoding("cl100k_base").encode_ordinary(text)
+        )
+
+
+def test_special_tokens_are_plain_text():
+    assert count_tokens("<|endoftext|>") == len(get_encoding().encode_ordinary("<|endoftext|>")) > 1
+
+
+real_line = st.sampled_from(
+    [
+        "RootWebArea 'Home'",
+        "\t[12] button 'Go'",
+        "\t\tStaticText 'x'",
+        "/path",
+        "",
+        "  ",
+        "\r",
+        "'",
+        "a'",
+        "\t\t[a5] link 'Next', url='https://x.y/z?q=1'",
+        "é\u2028ü",
+        "<|endoftext|>",
+        "StaticText '...'",
+        "\t",
+        "1/2",
+        "'''",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(real_line, min_size=1, max_size=80), st.sampled_from(["o200k_base", "cl100k_base"]))
+def test_line_sums_equal_whole_encodes(lines, encoding):
+    text = "\n".join(lines)
+    expected = len(get_encoding(encoding).encode_ordinary(text))
+    assert count_tokens(text * 40, encoding) == len(
+        get_encoding(encoding).encode_ordinary(text * 40)
+    )
+    assert count_lines(lines, encoding) == expected
+
+
+def test_truncate_bottom_is_exact(real_trees):
+    text = real_trees["offsite_bestbuy_large"]["tree"]
+    total = count_tokens(text)
+    assert truncate_bottom(text, total) == text
+    lines = text.split("\n")
+    for budget in (0, 3, 50, 999, 4000, total - 1):
+        cut = truncate_bottom(text, budget)
+        assert count_tokens(cut) <= budget
+        k = len(cut.split("\n")) if cut else 0
+        assert lines[:k] == (cut.split("\n") if cut else [])
+        assert count_tokens("\n".join(lines[: k + 1])) > budget
+    assert truncate_bottom("a long first line\nb", 2) == ""
