@@ -46,6 +46,7 @@ _API: dict[str, str] = {
     "list_reducers": "reducers",
     # recorded observations
     "load_observations": "data",
+    "load_steps": "data",
     "import_traces": "data",
     # the LLM layer
     "LLMClient": "llm",
