@@ -1,0 +1,238 @@
+"""evaluate(): one tidy row per (step, reducer) with provenance; sweeps; the CLI command."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from lrlib import cli, evaluation
+from lrlib.actions import action_bids
+from lrlib.evaluation import KNOBS, curves, evaluate, parse_spec, resolve, sweep
+from lrlib.reducers import Output, Reducer
+from lrlib.step import Step
+
+
+@pytest.fixture(scope="module")
+def steps(real_trees):
+    out = []
+    for i, (name, t) in enumerate(real_trees.items()):
+        meta = {
+            "episode": name,
+            "benchmark": name.split("_")[0],
+            "task": "t",
+            "step": i,
+            "split": "validation",
+            "episode_success": i != 1,
+            "episode_reward": 1.0,
+        }
+        out.append(
+            Step(
+                goal=t["goal"],
+                tree=t["tree"],
+                history=("click('a12')",),
+                target_bids=tuple(action_bids(t["action_raw"])),
+                step_id=name,
+                meta=meta,
+            )
+        )
+    return out
+
+
+class FakeLLM(Reducer):
+    """Stands in for an LLM reducer: usage, a model, a prompt, sometimes a failure."""
+
+    name = "fake-llm"
+    model = "tiny-model"
+
+    def provenance(self):
+        return {"model": self.model, "prompt": "paper", "prompt_hash": "0123456789ab"}
+
+    def select(self, step):
+        if "magento" in step.step_id:
+            return Output(
+                text=step.axtree.text,
+                kept=list(range(1, len(step.axtree) + 1)),
+                failure="no_answer",
+                usage={"prompt_tokens": 10, "completion_tokens": 2},
+            )
+        return Output(
+            text=step.axtree.texts[0],
+            kept=[1],
+            extra={"cache_hit": True},
+            usage={"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        )
+
+
+def test_one_row_per_step_and_reducer_with_provenance(steps):
+    f = evaluate(
+        ["full", "oracle", "truncate:budget=300", FakeLLM(temperature=0)], steps, progress=False
+    )
+    assert len(f) == 4 * len(steps)
+    assert list(f.reducer.unique()) == ["full", "oracle", "truncate:budget=300", "fake-llm"]
+    for col in (
+        "step_id",
+        "episode",
+        "benchmark",
+        "split",
+        "episode_success",
+        "reduction",
+        "reduction_chars",
+        "reduction_lines",
+        "covered",
+        "covered_visible",
+        "target_status",
+        "latency_s",
+        "cold_latency_s",
+        "lrlib_version",
+        "git_commit",
+        "created",
+        "model",
+        "prompt",
+        "prompt_hash",
+        "params",
+        "failure",
+    ):
+        assert col in f.columns, col
+    assert f.lrlib_version.notna().all()
+    trunc = f[f.reducer == "truncate:budget=300"]
+    assert json.loads(trunc.params.iloc[0]) == {"budget": 300}
+    assert (trunc.tokens_after <= 300).all()
+    llm = f[f.reducer == "fake-llm"].set_index("step_id")
+    assert (llm.model == "tiny-model").all() and (llm.prompt_hash == "0123456789ab").all()
+    assert llm.loc["webarena_magento", "failure"] == "no_answer"
+    assert llm.loc["workarena_ipad", "usage_total_tokens"] == 15
+    assert bool(llm.loc["workarena_ipad", "cache_hit"]) is True
+    full = f[f.reducer == "full"]
+    assert (full.reduction == 0).all() and full[full.target_status == "ok"].covered.all()
+    # the magento step's action (send_msg_to_user) names no element: excluded, counted
+    assert set(f[f.step_id == "webarena_magento"].target_status) == {"none"}
+
+
+def test_steps_may_come_as_an_observations_frame(steps):
+    rows = pd.DataFrame(
+        [
+            {
+                "goal": s.goal,
+                "axtree_txt": s.tree,
+                "history": list(s.history),
+                "action_bids": list(s.target_bids),
+                "step_id": s.step_id,
+                **s.meta,
+            }
+            for s in steps
+        ]
+    )
+    f = evaluate("oracle", rows, progress=False)
+    assert list(f.step_id) == [s.step_id for s in steps]
+    assert f.episode_success.tolist() == [s.meta["episode_success"] for s in steps]
+
+
+def test_specs_and_labels():
+    assert parse_spec("random:keep_ratio=0.5,seed=2,strategy=remove") == (
+        "random",
+        {"keep_ratio": 0.5, "seed": 2, "strategy": "remove"},
+    )
+    with pytest.raises(ValueError, match="key=value"):
+        parse_spec("random:0.5")
+    table = resolve({"cheap": "truncate:budget=10", "all": "full"})
+    assert list(table) == ["cheap", "all"] and table["cheap"].params == {"budget": 10}
+    with pytest.raises(ValueError, match="two reducers"):
+        resolve(["full", "full"])
+    with pytest.raises(KeyError, match="valid reducers"):
+        resolve(["no-such-reducer"])
+
+
+def test_sweep_trades_coverage_for_reduction(steps):
+    curve = sweep("truncate", "budget", [50, 500, 2000, 10**6], steps, progress=False)
+    assert list(curve.value) == [50, 500, 2000, 10**6]
+    assert curve.median_reduction.is_monotonic_decreasing
+    assert curve.coverage.is_monotonic_increasing
+    assert curve.coverage.iloc[-1] == 1.0 and curve.median_reduction.iloc[-1] == 0.0
+    assert json.loads(curve.params.iloc[0]) == {"budget": 50}
+
+
+def test_curves_cover_every_reducer_with_a_knob(steps, monkeypatch):
+    # shrink the default sweeps to two values each, to keep the test fast
+    monkeypatch.setattr(
+        evaluation, "KNOBS", {k: (n, v[:2]) for k, (n, v) in KNOBS.items() if k != "embedding"}
+    )
+    table = curves(steps, progress=False)
+    assert set(table.reducer) == set(KNOBS) - {"embedding"}
+    assert (table.groupby("reducer").size() == 2).all()
+    with pytest.raises(KeyError, match="reducers with knobs"):
+        curves(steps, ["full"])
+
+
+def test_every_default_knob_is_a_real_parameter():
+    from lrlib.reducers import get_reducer
+
+    for spec, (knob, values) in KNOBS.items():
+        name, params = parse_spec(spec)
+        if name == "embedding":
+            continue  # building it is cheap but needs no check beyond its signature
+        assert get_reducer(name, **params, **{knob: values[0]}).params[knob] == values[0]
+
+
+def test_cli_evaluate_writes_rows_and_prints_a_table(steps, tmp_path, monkeypatch, capsys):
+    from lrlib import data
+
+    calls = {}
+
+    def fake_load_steps(split=None, benchmark=None, limit=None):
+        calls.update(split=split, benchmark=benchmark, limit=limit)
+        return steps[:limit] if limit else steps
+
+    monkeypatch.setattr(data, "load_steps", fake_load_steps)
+    out = tmp_path / "eval.csv.gz"
+    code = cli.main(
+        [
+            "evaluate",
+            "--reducers",
+            "full;program;truncate:budget=200",
+            "--split",
+            "validation",
+            "--limit",
+            "2",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--curves",
+        ]
+    )
+    assert code == 0 and calls == {"split": "validation", "benchmark": None, "limit": 2}
+    frame = pd.read_csv(out)
+    assert len(frame) == 3 * 2 and set(frame.reducer) == {"full", "program", "truncate:budget=200"}
+    printed = capsys.readouterr().out
+    assert "| reducer |" in printed and "| program |" in printed
+    curve = pd.read_csv(tmp_path / "curves-eval.csv.gz")
+    assert set(curve.reducer) == {"program"}
+
+
+def test_provenance_reads_objects_and_aliases():
+    from lrlib.evaluation import reducer_provenance
+    from lrlib.prompts import get_prompt
+
+    class Client:
+        model = "remote-model"
+
+    class Retriever(Reducer):
+        name = "retriever"
+
+        def __init__(self):
+            super().__init__(fingerprint="abcdef123456")
+            self.model = Client()
+            self.prompt = get_prompt("paper")
+
+        def select(self, step):
+            return Output(text="", kept=[], usage={"prompt_tokens": 3, "cached_tokens": 2})
+
+    r = Retriever()
+    assert reducer_provenance(r) == {
+        "model": "remote-model",
+        "prompt": "paper",
+        "prompt_hash": "abcdef123456",
+    }
+    row = evaluate([r], [Step(goal="g", tree="[1] link 'a'", step_id="s")], progress=False)
+    assert row.usage_cached_tokens.iloc[0] == 2 and row.usage_prompt_tokens.iloc[0] == 3
