@@ -60,8 +60,8 @@ def prune(
     n = len(tree)
     if not isinstance(selection, Selection):
         selection = Selection.from_lines(selection, n)
-    elif selection.n_lines != n:
-        selection = Selection.from_ranges(selection.ranges, n)
+    else:  # always re-normalised: a hand-made Selection((1, 10**18),) must not be trusted
+        selection = Selection.from_ranges(selection.ranges, n, selection.truncated)
     if strategy == "remove":
         return _remove(tree, selection, markers)
     if strategy in ("structure", "bid", "bid+role"):

@@ -1,8 +1,10 @@
 """Read a retriever's answer into a :class:`Selection` of 1-based line numbers.
 
-Only the answer counts: in tag mode the last ``<answer>`` block outside ``<think>``; in
-structured mode the JSON object ``{"ranges": [[start, end], ...]}``. Page text that the
-model echoes while thinking (including fake ``<answer>`` tags planted in a page) is ignored.
+Only the answer counts: in tag mode the last ``<answer>`` block outside ``<think>`` and
+after the last ``</think>``; in structured mode the JSON object ``{"ranges": [[start, end],
+...]}``. Page text that the model echoes while thinking (including fake ``<answer>`` and
+``</think>`` tags planted in a page) is ignored; given the ``page``, an answer block copied
+from it is ignored too, even when the output is cut off right after the copy.
 
 Accepted inside an answer: ``(a, b)`` tuples, ``[a, b]`` lists, JSON, ``a-b``, ``a..b``,
 ``a to b``, single numbers, stray spaces and newlines. Ranges are clamped to ``[1, n]``,
@@ -27,12 +29,19 @@ from typing import Literal
 
 AnswerMode = Literal["tags", "json"]
 
-_TAG = re.compile(r"<\s*(/?)\s*(think|answer)\s*>", re.IGNORECASE)
-_NUM = r"(-?\d+)"
-_PAIR = re.compile(r"[(\[]\s*" + _NUM + r"\s*[,;:]\s*" + _NUM + r"\s*[)\]]")
-_SPAN = re.compile(_NUM + r"\s*(?:-|–|—|\.\.\.?|\bto\b|:)\s*" + _NUM)
+# possessive quantifiers (``*+``, ``++``) and the look-behind keep every pattern linear: no
+# backtracking into a run of spaces or digits, no match starting inside a number
+_TAG = re.compile(r"<\s*+(/?)\s*+(think|answer)\s*+>", re.IGNORECASE)
+_NUM = r"(-?\d++)"
+_PAIR = re.compile(r"[(\[]\s*+" + _NUM + r"\s*+[,;:]\s*+" + _NUM + r"\s*+[)\]]")
+_SPAN = re.compile(r"(?<!\d)" + _NUM + r"\s*+(?:-|–|—|\.\.\.?|\bto\b|:)\s*+" + _NUM)
 _SINGLE = re.compile(r"-?\d+")
 _HUGE = 10**18  # numbers longer than 18 digits are treated as "beyond any tree"
+_ECHOED = "no <answer> block other than copies of the page's"
+# the start of a think/answer tag cut off by the end of the output ("</ans", "<answer  ")
+_PARTIAL_TAG = re.compile(
+    r"<\s*+/?\s*+(?:t(?:h(?:i(?:nk?)?)?)?|a(?:n(?:s(?:w(?:er?)?)?)?)?)?\s*+$", re.IGNORECASE
+)
 
 
 class AnswerParseError(ValueError):
@@ -129,34 +138,66 @@ def _int(token: str) -> int:
     return int(token)
 
 
-def answer_block(text: str) -> tuple[str, bool]:
+def answer_block(text: str, page: str | None = None) -> tuple[str, bool]:
     """The body of the last ``<answer>`` block outside ``<think>``, and whether it was cut off.
+
+    Only what follows the last ``</think>`` can be the answer: a ``</think>`` after an answer
+    block means the model was still thinking, so the block (and the earlier ``</think>``)
+    were page text it echoed. With ``page``, blocks whose body (whitespace aside) is, or a
+    cut-off start of, an ``<answer>`` body written in the page are skipped.
 
     >>> answer_block("<think><answer>9</answer></think><answer> 1-3 </answer>")
     (' 1-3 ', False)
+    >>> answer_block("<think>it says </think><answer>9</answer>, odd</think><answer>2</answer>")
+    ('2', False)
     """
-    in_think = False
+    planted = _page_answers(page) if page else set()
+    in_think, echoed = False, False
     answer_start = -1  # start of the body of the currently open answer block
     last: tuple[str, bool] | None = None
     for m in _TAG.finditer(text):
         closing, tag = m.group(1) == "/", m.group(2).lower()
         if tag == "think":
-            if not closing and answer_start < 0:
+            if closing:  # whatever came before was thinking
+                in_think, last, answer_start = False, None, -1
+            elif answer_start < 0:
                 in_think = True
-            elif closing and in_think:
-                in_think = False
         elif not in_think:
             if not closing:
                 answer_start = m.end()
             elif answer_start >= 0:
-                last = (text[answer_start : m.start()], False)
+                body = text[answer_start : m.start()]
+                if planted and _squash(body) in planted:
+                    echoed = True
+                else:
+                    last = (body, False)
                 answer_start = -1
     if answer_start >= 0:  # output ended inside an answer block
-        return text[answer_start:], True
+        body = text[answer_start:]
+        cuts = {_squash(body), _squash(_PARTIAL_TAG.sub("", body))}  # maybe cut inside a tag
+        if not any(p.startswith(c) for p in planted for c in cuts):
+            return body, True
+        echoed = True
     if last is None:
         reason = "an unclosed <think>" if in_think else "no <answer> block"
+        if echoed:
+            reason = _ECHOED
         raise AnswerParseError("no_answer", f"{reason} in the model output")
     return last
+
+
+def _squash(text: str) -> str:
+    return "".join(text.split())
+
+
+def _page_answers(page: str) -> set[str]:
+    """What a model copying the page could take for an answer body: the text after each
+    ``<answer>`` of the page up to its next answer tag (or the end), whitespace removed."""
+    tags = [m for m in _TAG.finditer(page) if m.group(2).lower() == "answer"]
+    ends = [m.start() for m in tags[1:]] + [len(page)] * bool(tags)
+    return {
+        _squash(page[m.end() : end]) for m, end in zip(tags, ends, strict=True) if m.group(1) != "/"
+    }
 
 
 def ranges_in(body: str) -> list[tuple[int, int]]:
@@ -165,18 +206,20 @@ def ranges_in(body: str) -> list[tuple[int, int]]:
     >>> ranges_in("[(3, 5)], 7-9, 12 and [20,21]")
     [(3, 5), (20, 21), (7, 9), (12, 12)]
     """
-    found: list[tuple[int, int]] = []
+    # each distinct range once, in order of appearance: memory grows with the distinct
+    # ranges, not with the answer (a 10 MB answer of "1, 1, 1, ..." is one range)
+    found: dict[tuple[int, int], None] = {}
+
+    def take(m: re.Match) -> str:
+        found[(_int(m.group(1)), _int(m.group(2)))] = None
+        return " "  # matched text is consumed, so a pair's numbers are not read again
+
     for pattern in (_PAIR, _SPAN):
-        pieces = []
-        last = 0
-        for m in pattern.finditer(body):
-            found.append((_int(m.group(1)), _int(m.group(2))))
-            pieces.append(body[last : m.start()])
-            last = m.end()
-        pieces.append(body[last:])
-        body = " ".join(pieces)
-    found.extend((_int(t), _int(t)) for t in _SINGLE.findall(body))
-    return found
+        body = pattern.sub(take, body)
+    for m in _SINGLE.finditer(body):
+        value = _int(m.group())
+        found[(value, value)] = None
+    return list(found)
 
 
 def _json_ranges(text: str) -> list[tuple[int, int]]:
@@ -184,8 +227,8 @@ def _json_ranges(text: str) -> list[tuple[int, int]]:
     if stripped.startswith("```"):
         stripped = stripped.strip("`").removeprefix("json").strip()
     try:
-        obj = json.loads(stripped)
-    except (json.JSONDecodeError, RecursionError):
+        obj = json.loads(stripped, parse_int=_int)  # _int: no int() of a 5,000-digit number
+    except (ValueError, RecursionError):
         obj = _last_json_object(stripped)
     if not isinstance(obj, dict) or not isinstance(obj.get("ranges"), list):
         raise AnswerParseError("bad_schema", 'expected an object {"ranges": [[start, end], ...]}')
@@ -209,7 +252,7 @@ def _clip(v: int) -> int:
 
 
 def _last_json_object(text: str) -> object:
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(parse_int=_int)
     start = text.rfind('{"ranges"')
     if start < 0:
         start = text.rfind("{")
@@ -221,10 +264,14 @@ def _last_json_object(text: str) -> object:
         raise AnswerParseError("bad_json", f"unreadable JSON ({exc})") from None
 
 
-def parse_answer(text: str, n_lines: int, mode: AnswerMode = "tags") -> Selection:
+def parse_answer(
+    text: str, n_lines: int, mode: AnswerMode = "tags", page: str | None = None
+) -> Selection:
     """Parse a retriever answer into a :class:`Selection` over a tree of ``n_lines`` lines.
 
     Raises :class:`AnswerParseError` (never anything else) when no usable range is found.
+    Pass the observation as ``page`` so that an ``<answer>`` block the page itself contains
+    is never taken for the model's, even when the output was cut off right after copying it.
 
     >>> parse_answer("<answer>\\n12\\n3 - 5\\n</answer>", n_lines=20).ranges
     ((3, 5), (12, 12))
@@ -236,12 +283,14 @@ def parse_answer(text: str, n_lines: int, mode: AnswerMode = "tags") -> Selectio
     truncated = False
     if mode == "json":
         try:
-            body, truncated = answer_block(text)
-        except AnswerParseError:
+            body, truncated = answer_block(text, page)
+        except AnswerParseError as err:
+            if err.detail.startswith(_ECHOED):
+                raise
             body = _strip_think(text)
         raw = _json_ranges(body)
     elif mode == "tags":
-        body, truncated = answer_block(text)
+        body, truncated = answer_block(text, page)
         raw = ranges_in(body)
     else:
         raise ValueError(f"unknown answer mode {mode!r}; valid: 'tags', 'json'")

@@ -23,6 +23,7 @@ import gzip
 import hashlib
 import importlib.util
 import os
+import re
 import threading
 from bisect import bisect_right
 from collections.abc import Sequence
@@ -38,6 +39,10 @@ _BLOB_URL = "https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoke
 _SHIPPED = ("o200k_base", "cl100k_base")
 _LINE_MEMO_MAX = 400_000
 _SHORT = 2_000  # below this many characters a text is simply encoded whole
+# tiktoken's splitter runs out of backtracking stack (a Rust panic, not an exception) on a
+# run of ~1M spaces or tabs; texts holding a run of 64k+ are split by the regex module
+_LONG_RUN = 1 << 16
+_LONG_BLANK = re.compile(rf"(?<![^\S\r\n])[^\S\r\n]{{{_LONG_RUN}}}")
 
 _lock = threading.Lock()
 _line_memo: dict[str, dict[str, int]] = {}
@@ -107,7 +112,41 @@ def _token_bytes(name: str) -> np.ndarray:
 
 def _encode(text: str, encoding: str) -> list[int]:
     # encode_ordinary: page text may contain "<|endoftext|>"; it is text, never a special token
-    return get_encoding(encoding).encode_ordinary(text)
+    enc = get_encoding(encoding)
+    if len(text) >= _LONG_RUN and _LONG_BLANK.search(text):
+        return _encode_by_pieces(text, encoding)
+    try:
+        return enc.encode_ordinary(text)
+    except BaseException as exc:  # pyo3's PanicException derives from BaseException
+        if type(exc).__name__ != "PanicException":
+            raise
+        return _encode_by_pieces(text, encoding)
+
+
+@lru_cache(maxsize=8)
+def _splitter(encoding: str):
+    import regex  # a dependency of tiktoken
+
+    return regex.compile(get_encoding(encoding)._pat_str)
+
+
+def _encode_by_pieces(text: str, encoding: str) -> list[int]:
+    """The tokens of ``encode_ordinary(text)``, split into pre-tokens in Python.
+
+    Same split as tiktoken's, except for characters that only one of the two Unicode
+    tables (tiktoken's Rust regex, the ``regex`` module) has assigned yet. Used only for
+    text that tiktoken cannot split (a 64k+ run of blanks), so counts stay exact otherwise.
+
+    >>> _encode_by_pieces("a" + " " * 9 + "b", "o200k_base") == _encode("a" + " " * 9 + "b", "o200k_base")
+    True
+    """
+    enc = get_encoding(encoding)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: replaced, as encode_ordinary does
+        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    pieces = _splitter(encoding).findall(text)
+    return [t for piece in pieces for t in enc._encode_single_piece(piece)]
 
 
 def _lines_are_separable(lines: Sequence[str], encoding: str) -> bool:

@@ -1,0 +1,419 @@
+"""LineRetriever: a language model reads the numbered tree and names the line ranges to keep.
+
+Step in (goal, history, tree), prompt out (a registered variant, under a retriever view),
+answer parsed (tags or JSON), tree pruned (``remove`` or ``structure``). A tree too long for
+the model's context is asked about in windows that keep the global line numbers
+(:mod:`lrlib.windows`); a window the endpoint still refuses is halved and asked again.
+
+Failure policy (``on_failure``), applied to the whole step and recorded in ``failure``:
+an unreadable answer (``parse:<reason>``), a timeout (``timeout``), a prompt that cannot fit
+(``context``) or a selection of fewer than ``min_lines`` lines (``near_empty``) gives the
+full tree (``"full"``) or its bottom truncation at ``budget`` tokens (``"truncate"``), never
+an empty tree. Other errors (bad key, unknown model, endpoint down after the retries, a cache
+miss when offline) raise: they are set-up problems, not results.
+
+Answers go through the response cache, so a rerun, or a run with ``offline=True``, replays
+them with no model. In structured mode ``max_ranges`` bounds the JSON schema (at most that
+many ranges, line numbers within the tree): under constrained decoding a small model must
+then finish its answer. ``latency_s`` of a result is the local work plus the recorded
+latency of its model calls (a replay reports the original latency; ``usage["from_cache"]``
+says so).
+
+>>> r = LineRetriever(view="compact", answer="json", think=False, model="gpt-4.1-mini",
+...                   base_url="http://localhost:1/v1", cache=False)
+>>> r.params["view"], r.params["answer"]
+('compact', 'json')
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..llm import Completion, ContextLengthError, LLMClient, LLMTimeout, Request
+from ..prompts import PromptOptions, get_prompt
+from ..pruning import STRATEGIES, prune
+from ..ranges import AnswerParseError, Selection, parse_answer
+from ..step import Step
+from ..tokens import DEFAULT_ENCODING, count_lines, count_tokens, truncate_bottom
+from ..views import attach_hidden, get_view, render
+from ..windows import merge, plan_windows, restrict, split_window, window_lines
+from .base import Output, Reducer, Reduction, register_reducer
+
+FAILURE_POLICIES = ("full", "truncate")
+_EMPTY_ANSWERS = ("no_ranges", "out_of_range")  # "nothing here": fine for one window of many
+_MAX_SPLITS = 4
+THINK_CHARS = 600  # bounded schema: the longest "think" string
+
+
+class _Failure(Exception):
+    """A policy failure of one window (the reason string is recorded)."""
+
+
+@register_reducer("lineretriever")
+class LineRetriever(Reducer):
+    """The paper's LLM retriever. See the module docstring for the failure policy.
+
+    ``client`` (an :class:`~lrlib.llm.LLMClient`) or the client options (``model``,
+    ``base_url``, ``api_key``, ``max_tokens``, ``cache``, ``offline``, ``refresh``, and any
+    other :class:`LLMClient` keyword) choose the model; by default the embedded SmolLM2.
+    """
+
+    name = "lineretriever"
+
+    def __init__(
+        self,
+        prompt: str = "paper",
+        *,
+        view: str = "full",
+        answer: str = "tags",
+        think: bool = True,
+        history: bool = True,
+        strategy: str = "structure",
+        markers: bool = True,
+        on_failure: str = "full",
+        budget: int | None = None,
+        min_lines: int = 3,
+        max_ranges: int | None = None,
+        client: LLMClient | None = None,
+        encoding: str = DEFAULT_ENCODING,
+        **client_options: Any,
+    ) -> None:
+        if strategy not in STRATEGIES:
+            raise ValueError(f"unknown strategy {strategy!r}; valid: {', '.join(STRATEGIES)}")
+        if on_failure not in FAILURE_POLICIES:
+            raise ValueError(f"on_failure must be one of {FAILURE_POLICIES}, not {on_failure!r}")
+        if on_failure == "truncate" and not budget:
+            raise ValueError("on_failure='truncate' needs budget=<tokens>")
+        self.variant = get_prompt(prompt)
+        get_view(view)  # fail now on an unknown view
+        self.options = PromptOptions(use_history=history, think=think, answer=answer, view=view)
+        if client is not None and client_options:
+            raise TypeError(f"pass client= or client options, not both: {sorted(client_options)}")
+        self.client = client or LLMClient(**client_options)
+        self.strategy, self.markers = strategy, markers
+        self.on_failure, self.budget, self.min_lines = on_failure, budget, min_lines
+        self.max_ranges = max_ranges
+        self._built: dict[int, tuple[Step, list[dict[str, str]]]] = {}
+        super().__init__(
+            encoding,
+            prompt=prompt,
+            prompt_hash=self.variant.fingerprint(self.options),
+            view=view,
+            answer=answer,
+            think=think,
+            history=history,
+            strategy=strategy,
+            on_failure=on_failure,
+            budget=budget,
+            min_lines=min_lines,
+            max_ranges=max_ranges,
+            model=self.client.model,
+            endpoint=self.client.endpoint.kind,
+            max_tokens=self.client.params.get("max_tokens"),
+            temperature=self.client.params.get("temperature"),
+            seed=self.client.params.get("seed"),
+        )
+
+    # --- prompts and windows -------------------------------------------------------------
+
+    def _whole(self, step: Step) -> list[dict[str, str]]:
+        """The messages with the whole tree (built once per step: plan and ask share them)."""
+        hit = self._built.get(id(step))
+        if hit is not None and hit[0] is step:
+            return hit[1]
+        msgs = self.variant.build(step.goal, step.axtree, step.history, self.options)
+        self._built[id(step)] = (step, msgs)  # holds the step, so its id stays unique
+        while len(self._built) > 64:
+            self._built.pop(next(iter(self._built)))
+        return msgs
+
+    def messages(self, step: Step, window: tuple[int, int] | None = None) -> list[dict[str, str]]:
+        """The chat messages for ``step``, or for one window of its lines."""
+        tree = step.axtree
+        msgs = [dict(m) for m in self._whole(step)]
+        if window is None or window == (1, len(tree)):
+            return msgs
+        whole = render(tree, self.options.view)
+        header = f"accessibility tree, {len(tree)} numbered lines"
+        user = msgs[-1]["content"]
+        if whole not in user or header not in user:
+            raise RuntimeError("the prompt layout changed: cannot cut it into windows")
+        part = f"accessibility tree, lines {window[0]}-{window[1]} of {len(tree)} (one part)"
+        user = user.replace(header, part, 1).replace(
+            whole, window_lines(tree, self.options.view, window), 1
+        )
+        return [*msgs[:-1], {"role": msgs[-1]["role"], "content": user}]
+
+    def request(self, step: Step, window: tuple[int, int] | None = None) -> Request:
+        """The :class:`~lrlib.llm.Request` for ``step`` (or one window of it)."""
+        return self.client.request(
+            self.messages(step, window),
+            response_format=self.response_format(len(step.axtree)),
+            prompt_name=self.variant.name,
+            prompt_hash=self.params["prompt_hash"],
+        )
+
+    def response_format(self, n_lines: int) -> dict[str, Any] | None:
+        """The prompt's JSON schema (structured mode; None for tags). With ``max_ranges``,
+        bounded: at most that many ranges, line numbers within ``1..n_lines``, reasoning at
+        most :data:`THINK_CHARS` characters, so that a constrained decoder (llama.cpp) must
+        close the answer.
+
+        >>> r = LineRetriever(answer="json", max_ranges=4, model="m", base_url="http://h/v1")
+        >>> r.response_format(50)["json_schema"]["schema"]["properties"]["ranges"]["maxItems"]
+        4
+        """
+        fmt = self.variant.response_format(self.options)
+        if fmt is None or self.max_ranges is None:
+            return fmt
+        fmt = copy.deepcopy(fmt)
+        try:
+            props = fmt["json_schema"]["schema"]["properties"]
+            if "think" in props:  # reasoning must leave room for the answer
+                props["think"]["maxLength"] = THINK_CHARS
+            ranges = props["ranges"]
+            ranges["maxItems"] = self.max_ranges
+            ranges["items"]["items"] = {"type": "integer", "minimum": 1, "maximum": max(1, n_lines)}
+        except (KeyError, TypeError):
+            raise RuntimeError("the prompt's response_format changed shape") from None
+        return fmt
+
+    def plan(self, step: Step) -> list[tuple[int, int]]:
+        """The windows for ``step``: one, ``(1, n)``, when the prompt fits the context."""
+        tree = step.axtree
+        n = len(tree)
+        context = self.client.context_tokens
+        if n == 0 or context is None:  # no context limit known: one window
+            return [(1, n)] if n else []
+        reserve = (self.client.params.get("max_tokens") or 512) + 32
+        estimate = self.client.estimate_tokens(self._whole(step))
+        if estimate + reserve <= context:
+            return [(1, n)]
+        ratio = self.client.token_ratio
+        observation = count_tokens(render(tree, self.options.view), self.encoding)
+        overhead = estimate - int(observation * ratio)
+        budget = int((context - reserve - overhead) / ratio) - 32
+        if budget < 64:
+            raise ContextLengthError(f"the prompt without the tree needs {overhead} tokens")
+        shown = _numbered(get_view(self.options.view)(tree))
+        return plan_windows(shown, tree.depths, budget, self.encoding)
+
+    def fits(self, step: Step) -> bool:
+        """True when ``step`` needs a single window."""
+        try:
+            return len(self.plan(step)) <= 1
+        except ContextLengthError:
+            return False
+
+    # --- reducing ------------------------------------------------------------------------
+
+    def select(self, step: Step) -> Output:
+        """Reduce one step (blocking)."""
+        return self.client.run(lambda: self._aselect(step))
+
+    def reduce(self, step: Step) -> Reduction:
+        """Reduce one step; ``latency_s`` counts the recorded model latency."""
+        return self.client.run(lambda: self.areduce(step))
+
+    async def areduce(self, step: Step) -> Reduction:
+        """Async :meth:`reduce`."""
+        tree = step.axtree
+        start = time.perf_counter()
+        out = await self._aselect(step)
+        local = time.perf_counter() - start - (out.usage or {}).get("wall_s", 0.0)
+        latency = max(0.0, local) + (out.usage or {}).get("llm_latency_s", 0.0)
+        before = count_lines(tree.texts, self.encoding)
+        after = count_tokens(out.text, self.encoding)
+        return Reduction(
+            self.name,
+            step.step_id,
+            out.text,
+            out.kept,
+            before,
+            after,
+            latency,
+            self.params,
+            out.stubs,
+            out.usage,
+            out.failure,
+            out.extra,
+        )
+
+    def reduce_many(
+        self,
+        steps: Sequence[Step],
+        *,
+        progress: Callable[[], None] | None = None,
+        errors: str = "raise",
+    ) -> list[Reduction | Exception]:
+        """Reduce many steps concurrently (bounded by the client's ``concurrency``).
+
+        With ``errors="raise"`` the first error is raised after every other step finished
+        (so their answers are cached and a rerun resumes); ``"return"`` puts it in the list.
+        """
+
+        async def one(step: Step) -> Reduction:
+            try:
+                return await self.areduce(step)
+            finally:
+                if progress is not None:
+                    progress()
+
+        async def main() -> list[Any]:
+            return list(await asyncio.gather(*(one(s) for s in steps), return_exceptions=True))
+
+        results = self.client.run(main)
+        if errors == "raise":
+            for r in results:
+                if isinstance(r, BaseException):
+                    raise r
+        return results
+
+    async def _aselect(self, step: Step) -> Output:
+        tree = step.axtree
+        n = len(tree)
+        if n == 0:
+            return Output(text="", kept=[], usage=self._usage([], 0.0))
+        self._whole(step)  # renders the view once; the line below reuses it (no await between)
+        shown = get_view(self.options.view)(tree)
+        completions: list[tuple[tuple[int, int], Completion]] = []
+        wall = time.perf_counter()
+        try:
+            windows = self.plan(step)
+        except ContextLengthError:
+            windows = []
+        if not windows:
+            return self._fallback(tree, "context", completions, 0.0, [])
+        several = len(windows) > 1
+        asks = [  # requests built now, while this step's prompt is still memoised
+            self._ask(step, w, shown, completions, several, 0, self.request(step, w))
+            for w in windows
+        ]
+        outcomes = await asyncio.gather(*asks, return_exceptions=True)
+        wall = time.perf_counter() - wall
+        for outcome in outcomes:  # the first failure in line order decides, deterministically
+            if isinstance(outcome, _Failure):
+                return self._fallback(tree, str(outcome), completions, wall, windows)
+            if isinstance(outcome, BaseException):
+                raise outcome
+        selections = [s for parts in outcomes for s in parts]  # type: ignore[union-attr]
+        merged = merge(selections, n)
+        if not merged.ranges:
+            return self._fallback(tree, "parse:no_ranges", completions, wall, windows)
+        merged = attach_hidden(merged, shown)
+        if len(merged) < min(self.min_lines, n):
+            return self._fallback(tree, "near_empty", completions, wall, windows)
+        pruned = prune(tree, merged, self.strategy, self.markers)  # type: ignore[arg-type]
+        extra = self._extra(completions, windows, merged)
+        return Output(
+            pruned.text, pruned.kept, pruned.stubs, self._usage(completions, wall), None, extra
+        )
+
+    async def _ask(
+        self,
+        step: Step,
+        window: tuple[int, int],
+        shown: list[str | None],
+        completions: list[tuple[tuple[int, int], Completion]],
+        several: bool,
+        depth: int,
+        request: Request | None = None,
+    ) -> list[Selection]:
+        """Ask about one window; halve it when the endpoint says it is too long."""
+        n = len(step.axtree)
+        try:
+            completion = await self.client.acomplete(request or self.request(step, window))
+        except ContextLengthError:
+            completion = None
+        except LLMTimeout:
+            raise _Failure("timeout") from None
+        if completion is None:  # too long after all: halve the window and ask again
+            halves = split_window(_numbered(shown), step.axtree.depths, window)
+            if depth >= _MAX_SPLITS or len(halves) < 2:
+                raise _Failure("context")
+            parts = await asyncio.gather(
+                *(self._ask(step, h, shown, completions, True, depth + 1) for h in halves),
+                return_exceptions=True,
+            )
+            for p in parts:
+                if isinstance(p, BaseException):
+                    raise p
+            return [s for p in parts for s in p]  # type: ignore[union-attr]
+        completions.append((window, completion))
+        try:
+            mode: Any = self.options.answer
+            # given the page, answer tags planted in it are never taken for the model's
+            selection = parse_answer(completion.text, n, mode, page=step.tree)
+        except AnswerParseError as exc:
+            if several and exc.reason in _EMPTY_ANSWERS:
+                return []
+            raise _Failure(f"parse:{exc.reason}") from None
+        if window != (1, n):
+            selection = restrict(selection, window)
+        return [selection]
+
+    def _fallback(
+        self,
+        tree: Any,
+        reason: str,
+        completions: list[tuple[tuple[int, int], Completion]],
+        wall: float,
+        windows: list[tuple[int, int]],
+    ) -> Output:
+        """The failure policy: the full tree, or its first lines within ``budget`` tokens."""
+        if self.on_failure == "truncate":
+            text = truncate_bottom(tree.text, int(self.budget or 0), self.encoding)
+            kept = list(range(1, (text.count("\n") + 1 if text else 0) + 1))
+        else:
+            text, kept = tree.text, list(range(1, len(tree) + 1))
+        extra = self._extra(completions, windows, None)
+        extra["fallback"] = self.on_failure
+        return Output(text, kept, [], self._usage(completions, wall), reason, extra)
+
+    def _usage(
+        self, answered: list[tuple[tuple[int, int], Completion]], wall: float
+    ) -> dict[str, Any]:
+        completions = [c for _, c in sorted(answered, key=lambda wc: wc[0])]
+
+        def total(field: str) -> int | None:
+            values = [getattr(c, field) for c in completions]
+            known = [v for v in values if v is not None]
+            return sum(known) if known else None
+
+        return {
+            "prompt_tokens": total("prompt_tokens"),
+            "completion_tokens": total("completion_tokens"),
+            "cached_tokens": total("cached_tokens"),
+            "llm_latency_s": round(sum(c.latency_s for c in completions), 4),
+            "wall_s": wall,
+            "calls": len(completions),
+            "from_cache": bool(completions) and all(c.from_cache for c in completions),
+            "model": self.client.model,
+            "served_model": completions[0].model if completions else None,
+            "endpoint": self.client.endpoint.kind,
+            "prompt": self.variant.name,
+            "prompt_hash": self.params["prompt_hash"],
+        }
+
+    @staticmethod
+    def _extra(
+        answered: list[tuple[tuple[int, int], Completion]],
+        windows: list[tuple[int, int]],
+        selection: Selection | None,
+    ) -> dict[str, Any]:
+        completions = [c for _, c in sorted(answered, key=lambda wc: wc[0])]
+        return {
+            "windows": [list(w) for w in windows],
+            "selection": [list(r) for r in selection.ranges] if selection else None,
+            "answer_truncated": bool(selection and selection.truncated),
+            "answers": [c.text for c in completions],
+            "finish_reasons": [c.finish_reason for c in completions],
+        }
+
+
+def _numbered(shown: Sequence[str | None]) -> list[str | None]:
+    return [None if t is None else f"{n}: {t}" for n, t in enumerate(shown, 1)]

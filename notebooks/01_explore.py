@@ -1,0 +1,43 @@
+# %% [markdown]
+# # 01 · Explore: any step, any reducer, any prompt, any pruning strategy
+#
+# Pick a recorded step, a reducer, a LineRetriever prompt variant and a pruning strategy,
+# and see the original tree (kept lines in green, ancestor stubs in grey, the next action's
+# target framed in red) next to the reduced tree, with token counts.
+#
+# * **Reducers**: LineRetriever (the paper's method) and the baselines: bottom truncation,
+#   embedding retrieval, BM25, the program reducer, random, and the oracle (keeps exactly
+#   the target and its ancestors).
+# * **Prompt variants** (LineRetriever only): `paper`, FocusAgent's `soft`, `restrictive`
+#   and `neutral`, and `defender`, which also warns about prompt injection.
+# * **Pruning**: `remove` keeps the selected lines only; `structure` (the paper's filter)
+#   also keeps their ancestors as `[bid] role` stubs; `bid` / `bid+role` keep every dropped
+#   element as a placeholder.
+#
+# LineRetriever answers are replayed from the cache; a combination that has no cached
+# answer (another prompt variant, say) is shown as a labelled fallback to the full tree,
+# never sent to a model, unless you configure an endpoint (see the README).
+#
+# The widget needs a live kernel; the static view right below is what it shows first.
+
+# %%
+from IPython.display import HTML
+
+from lrlib import explore, figures, replay
+from lrlib.prompts import BUILTIN
+from lrlib.pruning import STRATEGIES
+
+# %% tags=["parameters"]
+QUICK = figures.quick_mode()
+N_STEPS = 5 if QUICK else None  # steps offered in the step menu (None: the default selection)
+REDUCERS = ["lineretriever", "program", "embedding", "bm25", "truncate", "random", "oracle"]
+START = ("lineretriever", "paper", "structure")
+
+# %%
+steps = replay.default_steps(limit=N_STEPS)
+reduce = explore.Switch(lineretriever=replay.lineretriever)
+first = reduce(steps[0], *START)
+HTML(explore.side_by_side(steps[0], first, title=replay.describe(START[0])))
+
+# %%
+explore.explorer(steps, reduce, REDUCERS, list(BUILTIN), list(STRATEGIES), describe=replay.describe)

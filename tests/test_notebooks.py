@@ -1,0 +1,118 @@
+"""The notebooks: they run (quick mode, offline), stay thin, are committed executed, and
+their .py and .ipynb halves agree. Policy: notebooks/README.md."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+
+import nbformat
+import pytest
+
+from lrlib import figures, paths
+
+NOTEBOOKS = paths.notebooks_dir()
+SOURCES = figures.notebook_sources()
+EXPECTED = [
+    "00_quickstart",
+    "01_explore",
+    "02_prompt_ablations",
+    "03_reduction_boxplot",
+    "04_cost_breakeven",
+    "05_baselines",
+]
+MAX_FUNCTION_LINES = 6  # a notebook may define a tiny lambda-like helper, never logic
+MAX_STRING_CHARS = 240  # longer literals are prompt texts or templates: they belong in lrlib
+PROMPTISH = re.compile(r"you are|<answer>|<think>|line ranges|accessibility tree", re.I)
+
+
+def _code_cells(nb) -> list[str]:
+    return [c.source for c in nb.cells if c.cell_type == "code"]
+
+
+def test_every_notebook_is_there_as_a_pair():
+    assert [s.stem for s in SOURCES] == EXPECTED
+    for source in SOURCES:
+        assert source.with_suffix(".ipynb").is_file(), f"{source.name} has no paired .ipynb"
+    config = (NOTEBOOKS / "jupytext.toml").read_text()
+    assert 'formats = "ipynb,py:percent"' in config
+    assert "policy" in (NOTEBOOKS / "README.md").read_text().lower()
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_pairing_is_in_sync(source):
+    """The .py (what reviewers read) and the .ipynb (what users open) hold the same cells."""
+    text_nb = figures.read_source(source)
+    ipynb = nbformat.read(source.with_suffix(".ipynb"), as_version=4)
+    assert [(c.cell_type, c.source.strip()) for c in text_nb.cells] == [
+        (c.cell_type, c.source.strip()) for c in ipynb.cells
+    ], f"{source.stem}: .py and .ipynb differ; run `make figures` (or jupytext --sync)"
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_notebooks_are_thin(source):
+    """Logic lives in lrlib: no classes, no long functions, no prompt texts or templates."""
+    nb = figures.read_source(source)
+    params = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(params) == 1, f"{source.stem}: needs exactly one cell tagged 'parameters'"
+    assert "QUICK" in params[0].source, f"{source.stem}: the parameters cell must read QUICK"
+    for cell in _code_cells(nb):
+        tree = ast.parse(
+            "\n".join(
+                line for line in cell.splitlines() if not line.lstrip().startswith(("%", "!"))
+            )
+        )
+        for node in ast.walk(tree):
+            assert not isinstance(node, ast.ClassDef), f"{source.stem}: class {node.name}"
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                size = node.end_lineno - node.lineno + 1
+                assert size <= MAX_FUNCTION_LINES, (
+                    f"{source.stem}: function {node.name} has {size} lines; move it to lrlib"
+                )
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                assert len(node.value) <= MAX_STRING_CHARS, (
+                    f"{source.stem}: a {len(node.value)}-character string literal; prompt "
+                    "texts and templates belong in lrlib"
+                )
+                assert not PROMPTISH.search(node.value), (
+                    f"{source.stem}: prompt text in a notebook: {node.value[:60]!r}"
+                )
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_committed_notebooks_are_executed_top_to_bottom(source):
+    """Policy: the .ipynb is committed as `make figures` executed it, in order, with no
+    error, no absolute path of this machine and no secret in its outputs."""
+    nb = nbformat.read(source.with_suffix(".ipynb"), as_version=4)
+    cells = [c for c in nb.cells if c.cell_type == "code"]
+    counts = [c.get("execution_count") for c in cells]
+    assert counts == list(range(1, len(cells) + 1)), (
+        f"{source.stem}: execution counts {counts}; re-run `make figures`"
+    )
+    blob = json.dumps([c.get("outputs", []) for c in cells])
+    for cell in cells:
+        for out in cell.get("outputs", []):
+            assert out.get("output_type") != "error", f"{source.stem}: error output {out}"
+            if out.get("output_type") == "stream" and out.get("name") == "stderr":
+                assert "Traceback" not in out.get("text", ""), f"{source.stem}: traceback"
+    for local in (paths.REPO_DIR, paths.REPO_DIR.parent / "shared"):
+        assert str(local) not in blob, f"{source.stem}: outputs leak a local path ({local})"
+    assert not re.search(r"sk-[A-Za-z0-9_-]{16,}", blob), f"{source.stem}: an API key?"
+    assert nb.metadata.get("kernelspec", {}).get("name") == figures.KERNEL
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_notebook_runs_in_quick_mode(source, tmp_path, monkeypatch):
+    """Each notebook runs top to bottom in quick mode, offline, with no API key, writing its
+    figures into a temporary folder (the committed figures stay untouched)."""
+    monkeypatch.setenv("LRLIB_FIGURES_DIR", str(tmp_path))
+    monkeypatch.setenv("LRLIB_OFFLINE", "1")
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "LRLIB_MODEL", "OPENAI_MODEL"):
+        assert var not in os.environ
+    done = figures.execute(source, quick=True, timeout=300)
+    assert done.error is None, f"{source.stem} failed in quick mode: {done.error}"
+    if source.stem not in ("00_quickstart", "01_explore"):
+        assert list(tmp_path.glob("*.png")), f"{source.stem} wrote no figure"

@@ -1,0 +1,149 @@
+"""lrlib.plots: every figure writes PNG and PDF, and LineRetriever figures name the model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lrlib import costs, plots
+
+
+@pytest.fixture
+def figs(tmp_path, monkeypatch):
+    """Figures go to a temporary folder; the last figure saved is kept for inspection."""
+    monkeypatch.setenv("LRLIB_FIGURES_DIR", str(tmp_path))
+    saved = {}
+    real_save = plots.save
+
+    def spy(fig, name):
+        saved["title"] = fig._suptitle.get_text() if fig._suptitle else fig.axes[0].get_title()
+        saved["texts"] = [t.get_text() for ax in fig.axes for t in ax.texts]
+        saved["titles"] = [ax.get_title() for ax in fig.axes]
+        return real_save(fig, name)
+
+    monkeypatch.setattr(plots, "save", spy)
+    saved["dir"] = tmp_path
+    return saved
+
+
+def _results(n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    tokens = rng.lognormal(8, 0.8, n).astype(int) + 50
+    rows = []
+    for reducer in ("lineretriever+structure", "bm25", "oracle"):
+        rows += [
+            {
+                "step_id": f"s{i}",
+                "reducer": reducer,
+                "tokens_before": t,
+                "reduction": float(rng.uniform(0, 1)),
+            }
+            for i, t in enumerate(tokens)
+        ]
+    return pd.DataFrame(rows)
+
+
+def test_bins_are_ordered_and_cover_every_size():
+    sizes = pd.Series([0, 999, 1000, 2499, 2500, 15_999, 16_000, 10**6])
+    binned = plots.bin_tokens(sizes)
+    assert binned.notna().all()
+    assert list(binned.astype(str)) == [
+        "<1k",
+        "<1k",
+        "1k-2k",
+        "2k-2.5k",
+        "2.5k-3k",
+        "8k-16k",
+        "16k+",
+        "16k+",
+    ]
+    assert binned.cat.ordered
+
+
+def test_reduction_boxplot_writes_png_and_pdf_and_names_the_model(figs):
+    path = plots.reduction_boxplot(_results(), model="TinyModel-1", name="fig3")
+    assert path == figs["dir"] / "fig3.png" and path.stat().st_size > 10_000
+    assert (figs["dir"] / "fig3.pdf").stat().st_size > 1_000
+    assert "TinyModel-1" in figs["title"]
+    assert "lineretriever+structure (60 steps)" in figs["titles"]
+    assert "n=" in " ".join(figs["texts"])  # each box says how many steps it holds
+
+
+def test_lineretriever_figures_refuse_to_go_unnamed(figs):
+    with pytest.raises(ValueError, match="model="):
+        plots.reduction_boxplot(_results())
+    with pytest.raises(ValueError, match="model="):
+        plots.coverage_vs_reduction(
+            pd.DataFrame({"reducer": ["lineretriever"], "reduction": [0.5], "coverage": [0.9]})
+        )
+    # without LineRetriever rows no model is needed, and none is claimed
+    plots.reduction_boxplot(_results().query("reducer != 'lineretriever+structure'"))
+    assert "retriever model" not in figs["title"]
+
+
+def test_empty_results_draw_a_labelled_placeholder(figs):
+    plots.reduction_boxplot(_results().iloc[:0], name="empty")
+    assert "no results" in figs["texts"]
+
+
+def test_breakeven_plot_from_real_cost_frame(figs, real_trees):
+    frame = pd.DataFrame(
+        {
+            "tokens_before": [200, 2_000, 20_000],
+            "retriever_prompt_tokens": [500, 2_600, 24_000],
+            "tokens_after": [150, 500, np.nan],
+        }
+    )
+    c = costs.step_costs(
+        frame, costs.get_price("gpt-4.1"), costs.get_price("gpt-4.1-mini"), output_tokens=40
+    )
+    plots.breakeven_plot(c, "gpt-4.1", "gpt-4.1-mini", model="M", reported_reduction=0.61)
+    assert "agent gpt-4.1" in figs["title"] and "selections by M" in figs["title"]
+
+
+def test_coverage_curves_and_table(figs):
+    sweeps = pd.DataFrame(
+        {
+            "reducer": ["bm25"] * 3,
+            "knob": ["top_k"] * 3,
+            "value": [5.0, 10.0, 20.0],
+            "median_reduction": [0.9, 0.7, 0.5],
+            "coverage": [0.3, 0.6, 0.8],
+        }
+    )
+    points = plots.curve_points(sweeps)
+    assert points["label"].tolist() == ["top_k=5", "top_k=10", "top_k=20"]
+    plots.coverage_vs_reduction(points)
+    assert (figs["dir"] / "coverage_vs_reduction.pdf").is_file()
+    frame = pd.DataFrame(
+        {
+            "reducer": ["lineretriever+structure", "lineretriever+structure", "full", "full"],
+            "reduction": [0.6, 0.8, 0.0, 0.0],
+            "reduction_chars": [0.6, 0.8, 0, 0],
+            "reduction_lines": [0.5, 0.7, 0, 0],
+            "target_status": ["ok", "none", "ok", "none"],
+            "covered": [False, None, True, None],
+            "covered_visible": [True, None, True, None],
+            "episode_success": [True, True, True, True],
+            "latency_s": [0.1, 0.3, 0.0, 0.0],
+            "cost_usd": [0.001, 0.003, 0.004, 0.004],
+        }
+    )
+    table = plots.table1(frame, plots.reported_numbers(), model="M", name="t1")
+    assert table.set_index("reducer").loc["lineretriever+structure", "coverage"] == 0.0
+    assert table.set_index("reducer").loc["full", "cost_per_step_usd"] == pytest.approx(0.004)
+    assert (
+        "61%"
+        in table.set_index("reducer").loc["lineretriever+structure", "reported_reduction (paper)"]
+    )
+    md = (figs["dir"] / "t1.md").read_text()
+    assert "retriever model M" in md and "reported" in md
+
+
+def test_metric_bars_titles_the_model(figs):
+    summary = pd.DataFrame(
+        {"config": ["a", "b"], "answer": ["tags", "json"], "coverage": [0.5, 0.7]}
+    )
+    plots.metric_bars(summary, ["coverage"], by="config", hue="answer", model="M")
+    assert "retriever model: M" in figs["title"]

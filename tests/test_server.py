@@ -1,0 +1,121 @@
+"""The embedded model: xllamacpp serving SmolLM2-135M-Instruct on 127.0.0.1, and `lrlib serve`."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from lrlib.cache import ResponseCache
+from lrlib.llm import LLMClient
+from lrlib.reducers.lineretriever import LineRetriever
+from lrlib.server import MODEL_ID, EmbeddedServer, gguf_path, stop_shared
+from lrlib.step import Step
+
+pytest.importorskip("xllamacpp")
+
+
+def _get(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+def _refused(url: str) -> bool:
+    try:
+        urllib.request.urlopen(url, timeout=3)
+    except (urllib.error.URLError, ConnectionError):
+        return True
+    return False
+
+
+def test_the_weights_ship_in_the_wheel():
+    path = gguf_path()
+    assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and path.stat().st_size > 50e6
+    with path.open("rb") as f:
+        assert f.read(4) == b"GGUF"
+
+
+def test_server_binds_loopback_answers_and_stops(tmp_path):
+    server = EmbeddedServer(context=1024, parallel=1)
+    assert not server.running
+    with server:
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+", server.address)
+        assert _get(server.address + "/health")["status"] == "ok"
+        client = LLMClient(
+            MODEL_ID, base_url=server.base_url, max_tokens=4, cache=ResponseCache(tmp_path)
+        )
+        out = client.complete([{"role": "user", "content": "Say yes."}])
+        assert out.completion_tokens and 0 < out.completion_tokens <= 4
+        assert out.prompt_tokens > 5 and out.model == MODEL_ID and out.endpoint == "embedded"
+        address = server.address
+    assert not server.running and _refused(address + "/health")
+
+
+@pytest.mark.slow
+def test_default_client_runs_the_embedded_model_in_structured_mode(real_trees, tmp_path):
+    t = real_trees["workarena_ipad"]
+    small = "\n".join(t["tree"].split("\n")[:25])  # a real tree, cut to keep the test short
+    step = Step(goal=t["goal"], tree=small, history=("click('a225')",), step_id="ipad")
+    r = LineRetriever(
+        view="compact",
+        answer="json",
+        think=False,
+        max_ranges=3,
+        max_tokens=48,
+        cache=ResponseCache(tmp_path),
+    )
+    assert r.client.endpoint.kind == "embedded"  # no endpoint configured
+    try:
+        red = r.reduce(step)
+    finally:
+        stop_shared()
+    sel = red.extra["selection"]
+    assert red.failure is None, (red.failure, red.extra["answers"])
+    assert sel and all(1 <= a <= b <= len(step.axtree) for a, b in sel)
+    assert json.loads(red.extra["answers"][0])["ranges"]  # constrained decoding: valid JSON
+    u = red.usage
+    assert u["model"] == MODEL_ID and u["endpoint"] == "embedded" and u["prompt_tokens"] > 100
+    assert 0 < u["completion_tokens"] <= 48 and u["llm_latency_s"] > 0
+
+
+def test_serve_command_prints_the_url_and_stops_on_sigterm():
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "lrlib",
+            "serve",
+            "--port",
+            "0",
+            "--context",
+            "512",
+            "--parallel",
+            "1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        line = proc.stdout.readline()
+        match = re.search(r"(http://127\.0\.0\.1:\d+)/v1", line)
+        assert match and "SmolLM2-135M-Instruct" in line, line + proc.stderr.read()
+        assert "OPENAI_BASE_URL=" in proc.stdout.readline()
+        assert _get(match.group(1) + "/health")["status"] == "ok"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+        time.sleep(0.2)
+        assert _refused(match.group(1) + "/health")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
