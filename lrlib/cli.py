@@ -12,11 +12,15 @@ import sys
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module implementing add_arguments/run, one-line help)
-    "import-traces": ("lrlib.data", "import BrowserGym/AgentLab experiment folders into a dataset"),
+    "import-traces": (
+        "lrlib.importer",
+        "import BrowserGym/AgentLab experiment folders into a dataset",
+    ),
     "serve": ("lrlib.server", "serve the embedded local model (OpenAI-compatible, 127.0.0.1)"),
     "run": ("lrlib.run", "run LineRetriever over the dataset (cached, resumable)"),
+    "embeddings": ("lrlib.packs", "compute the notebooks' embeddings and write the vector pack"),
     "evaluate": ("lrlib.evaluation", "evaluate reducers offline on the dataset"),
-    "inject": ("lrlib.inject", "build and score the prompt-injection benchmark"),
+    "inject": ("lrlib.injection_eval", "build and score the prompt-injection benchmark"),
     "figures": ("lrlib.figures", "execute every notebook headlessly and rewrite figures/"),
 }
 

@@ -15,6 +15,8 @@ that share chunks, and reruns of an evaluation, embed each text once. The cache 
 the seconds each vector cost to compute, so a reducer can report its cold latency even
 when it was served from the cache.
 
+A vector pack shipped with the dataset (:mod:`lrlib.packs`) seeds that cache on first use.
+
 >>> class Letters:  # any object with ``model`` and ``embed`` follows the protocol
 ...     model = "letters"
 ...     def embed(self, texts, kind="passage"):
@@ -34,7 +36,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -172,14 +174,26 @@ class Cost:
     cold_seconds: float = 0.0  # what all the vectors cost when first computed
 
 
-class CachedEmbedder:
-    """Wraps an :class:`Embedder`; vectors persist in one SQLite file per model."""
+def _slug(model: str) -> str:
+    return re.sub(r"[^\w.-]+", "_", model)
 
-    def __init__(self, inner: Embedder, path: Path | None = None) -> None:
+
+class CachedEmbedder:
+    """Wraps an :class:`Embedder`; vectors persist in one SQLite file per model, seeded from
+    the model's shipped pack (``pack=True``), from a given pack file, or not (``None``)."""
+
+    def __init__(
+        self, inner: Embedder, path: Path | None = None, pack: bool | Path | None = True
+    ) -> None:
         self.inner = inner
         self.model = inner.model
-        slug = re.sub(r"[^\w.-]+", "_", inner.model)
+        slug = _slug(inner.model)
         self.path = Path(path) if path else paths.cache_dir() / "embeddings" / f"{slug}.sqlite"
+        if pack is True:
+            from .packs import pack_path
+
+            pack = pack_path(self.model)
+        self.pack = Path(pack) if pack else None
         self.last_cost = Cost()
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
@@ -193,8 +207,33 @@ class CachedEmbedder:
                 "CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, "
                 "vec BLOB NOT NULL, seconds REAL NOT NULL)"
             )
+            db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+            if self.pack is not None and self.pack.is_file():
+                from .packs import seed
+
+                seed(db, self.pack, self.model)
             self._db = db
         return self._db
+
+    def stored(self, keys: Iterable[str]) -> dict[str, tuple[bytes, float]]:
+        """The cached rows of ``keys``: key -> (``float32`` vector bytes, cold seconds)."""
+        with self._lock:
+            return self._stored(self._conn(), list(dict.fromkeys(keys)))
+
+    @staticmethod
+    def _stored(db: sqlite3.Connection, keys: list[str]) -> dict[str, tuple[bytes, float]]:
+        found: dict[str, tuple[bytes, float]] = {}
+        for i in range(0, len(keys), 500):
+            part = keys[i : i + 500]
+            query = (
+                f"SELECT key, vec, seconds FROM vectors WHERE key IN ({','.join('?' * len(part))})"
+            )
+            found.update((k, (v, s)) for k, v, s in db.execute(query, part))
+        return found
+
+    def cached(self, keys: Iterable[str]) -> set[str]:
+        """Which of ``keys`` (see :meth:`key`) have a vector in the cache; computes nothing."""
+        return set(self.stored(keys))
 
     @staticmethod
     def key(text: str, kind: Kind) -> str:
@@ -207,13 +246,8 @@ class CachedEmbedder:
         keys = [self.key(t, kind) for t in texts]
         with self._lock:
             db = self._conn()
-            found: dict[str, tuple[bytes, float]] = {}
             unique = list(dict.fromkeys(keys))
-            for i in range(0, len(unique), 500):
-                part = unique[i : i + 500]
-                marks = ",".join("?" * len(part))
-                query = f"SELECT key, vec, seconds FROM vectors WHERE key IN ({marks})"
-                found.update((k, (v, s)) for k, v, s in db.execute(query, part))
+            found = self._stored(db, unique)
             todo = [k for k in unique if k not in found]
             spent = 0.0
             if todo:

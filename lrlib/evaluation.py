@@ -280,15 +280,21 @@ def markdown_table(frame, floats: str = "{:.3f}") -> str:
 # ---- command line: ``lrlib evaluate`` ------------------------------------------------
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``lrlib evaluate``."""
+def add_step_arguments(parser: argparse.ArgumentParser, example: str) -> None:
+    """``--reducers`` (specs separated by ';', e.g. ``example``), ``--split``, ``--benchmark``:
+    the options shared by the commands that run reducers over recorded steps."""
     parser.add_argument(
         "--reducers",
         default=";".join(DEFAULT_REDUCERS),
-        help="reducer specs separated by ';' (e.g. 'full;truncate:budget=500')",
+        help=f"reducer specs separated by ';' (e.g. '{example}')",
     )
     parser.add_argument("--split", default=None, help="train or validation (default: all)")
     parser.add_argument("--benchmark", default=None, help="only steps of this benchmark")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``lrlib evaluate``."""
+    add_step_arguments(parser, "full;truncate:budget=500")
     parser.add_argument("--limit", type=int, default=None, help="at most this many steps")
     parser.add_argument(
         "--out",

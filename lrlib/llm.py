@@ -12,9 +12,11 @@ The model comes from ``model``, ``LRLIB_MODEL`` or ``OPENAI_MODEL``. Requests ru
 concurrently (asyncio, at most ``concurrency`` at once), each attempt bounded by
 ``timeout``; rate limits (429), server errors (5xx), timeouts and dropped connections are
 retried with exponential backoff and jitter (honouring ``Retry-After``); other errors raise
-:class:`LLMError` at once with a message that says what to fix. Every answer is a
-:class:`Completion` that records its tokens (prompt, completion, cached), latency, model and
-the prompt variant's name and hash; answers go through :class:`~lrlib.cache.ResponseCache`.
+:class:`LLMError` at once with a message that says what to fix (the taxonomy and the mapping
+of transport errors: :mod:`lrlib.llmerrors`). Every answer is a :class:`Completion` that
+records its tokens (prompt, completion, cached), latency, model and the prompt variant's name
+and hash; answers go through :class:`~lrlib.cache.ResponseCache` (the records and their cache
+entries: :mod:`lrlib.completions`). The errors and records are importable from here too.
 
 >>> client = LLMClient("llama3", base_url="http://localhost:8000/v1", cache=False)
 >>> client.endpoint.kind, client.model
@@ -31,59 +33,38 @@ import time
 import weakref
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from .cache import ResponseCache, request_key
+from .completions import Completion, Request, error_entry, from_entry, from_response, to_entry
+from .llmerrors import (
+    RETRYABLE,
+    CacheMissError,
+    ContextLengthError,
+    LLMError,
+    LLMTimeout,
+    classify,
+)
 from .server import MODEL_ID, shared_parallel, shared_server
 from .tokens import count_tokens
+
+__all__ = [
+    "TOKEN_RATIO",
+    "CacheMissError",
+    "Completion",
+    "ContextLengthError",
+    "Endpoint",
+    "LLMClient",
+    "LLMError",
+    "LLMTimeout",
+    "Request",
+]
 
 T = TypeVar("T")
 # tokens of the model per o200k token, to estimate prompt sizes offline (measured on
 # numbered AxTree prompts: SmolLM2's tokenizer needs 1.27-1.51x; a margin on top)
 TOKEN_RATIO = {"embedded": 1.6, "openai": 1.0, "compatible": 1.3}
-_CONTEXT_HINTS = (
-    "context length",
-    "context_length",
-    "maximum context",
-    "context size",
-    "context window",
-    "too many tokens",
-    "exceed_context",
-    "prompt is too long",
-)
-
-
-class LLMError(RuntimeError):
-    """A request failed. ``kind``: timeout, context, rate_limit, server, connection,
-    auth, not_found, request, malformed or offline; ``status`` the HTTP status if any."""
-
-    kind = "request"
-
-    def __init__(self, message: str, *, status: int | None = None, kind: str | None = None):
-        super().__init__(message)
-        self.status = status
-        if kind:
-            self.kind = kind
-
-
-class LLMTimeout(LLMError):
-    """Every attempt timed out."""
-
-    kind = "timeout"
-
-
-class ContextLengthError(LLMError):
-    """The endpoint says the prompt does not fit the model's context."""
-
-    kind = "context"
-
-
-class CacheMissError(LLMError):
-    """Offline mode and the cache holds no answer for this request."""
-
-    kind = "offline"
 
 
 @dataclass(frozen=True)
@@ -127,52 +108,6 @@ class Endpoint:
         else:
             kind = "openai" if host == "api.openai.com" else "compatible"
         return cls(kind, model, base_url, api_key)
-
-
-@dataclass(frozen=True)
-class Request:
-    """One chat request: messages, sampling parameters, and the prompt it was built from."""
-
-    messages: tuple[Mapping[str, str], ...]
-    params: Mapping[str, Any]
-    prompt_name: str | None = None
-    prompt_hash: str | None = None
-
-
-@dataclass
-class Completion:
-    """An answer and its record."""
-
-    text: str
-    model: str
-    endpoint: str
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    cached_tokens: int | None
-    latency_s: float  # of the call that produced the answer (replays keep the original)
-    finish_reason: str | None
-    key: str
-    from_cache: bool = False
-    attempts: int = 1
-    prompt_name: str | None = None
-    prompt_hash: str | None = None
-
-    @property
-    def usage(self) -> dict[str, Any]:
-        """The per-call record as a flat dict."""
-        return {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "cached_tokens": self.cached_tokens,
-            "latency_s": self.latency_s,
-            "model": self.model,
-            "endpoint": self.endpoint,
-            "prompt": self.prompt_name,
-            "prompt_hash": self.prompt_hash,
-            "from_cache": self.from_cache,
-            "attempts": self.attempts,
-            "finish_reason": self.finish_reason,
-        }
 
 
 @dataclass
@@ -305,7 +240,7 @@ class LLMClient:
         entry = self.cache.get(self.key(request))
         if not entry or entry.get("error"):
             return None
-        return _from_entry(entry, self.key(request), request)
+        return from_entry(entry, self.key(request), request)
 
     # --- calling -------------------------------------------------------------------------
 
@@ -347,7 +282,7 @@ class LLMClient:
         if entry is not None and entry.get("error"):
             raise ContextLengthError(f"{entry['error'].get('message', '')} (cached)")
         if entry is not None:
-            hit = _from_entry(entry, key, request)
+            hit = from_entry(entry, key, request)
             self.records.append(hit.usage)
             return hit
         if self.offline:
@@ -379,10 +314,10 @@ class LLMClient:
                 completion = await self._call_with_retries(session.client, request, key)
             except ContextLengthError as exc:
                 if self.cache is not None:  # deterministic: replays must fail the same way
-                    self.cache.put(key, _error_entry(exc, request, self.endpoint))
+                    self.cache.put(key, error_entry(exc, request, self.endpoint))
                 raise
         if self.cache is not None:
-            entry = _to_entry(completion, request, self.endpoint)
+            entry = to_entry(completion, request, self.endpoint)
             self.cache.put(key, entry, secrets=[self.endpoint.api_key or ""])
         self.records.append(completion.usage)
         return completion
@@ -442,12 +377,12 @@ class LLMClient:
                 response = await client.chat.completions.create(
                     model=self.model, messages=list(request.messages), **request.params
                 )
-                return _completion(
+                return from_response(
                     response, time.perf_counter() - start, self.endpoint, key, request, attempt
                 )
             except (openai.APIError, LLMError, ValueError) as exc:  # ValueError: cut-off JSON
-                error, retry_after = _classify(exc, self.endpoint, self.timeout)
-            if error.kind not in ("timeout", "rate_limit", "server", "connection", "malformed"):
+                error, retry_after = classify(exc, self.endpoint, self.timeout)
+            if error.kind not in RETRYABLE:
                 raise error
             if attempt > self.max_retries:
                 raise type(error)(
@@ -464,175 +399,3 @@ class LLMClient:
 def _env_int(name: str) -> int | None:
     value = os.environ.get(name, "").strip()
     return int(value) if value else None
-
-
-def _classify(exc: Exception, endpoint: Endpoint, timeout: float) -> tuple[LLMError, float | None]:
-    """Map an openai exception to an LLMError with a clear message, and any Retry-After.
-    The message never repeats the API key, even when the server quotes it back."""
-    error, retry_after = _classify_raw(exc, endpoint, timeout)
-    key = endpoint.api_key
-    if key and len(key) >= 8 and key in str(error):
-        redacted = type(error)(
-            str(error).replace(key, "<the API key>"), status=error.status, kind=error.kind
-        )
-        return redacted, retry_after
-    return error, retry_after
-
-
-def _classify_raw(
-    exc: Exception, endpoint: Endpoint, timeout: float
-) -> tuple[LLMError, float | None]:
-    import openai
-
-    where = endpoint.base_url or f"the embedded {MODEL_ID} server"
-    if isinstance(exc, LLMError):
-        return exc, None
-    if isinstance(exc, openai.APITimeoutError):
-        return LLMTimeout(f"no answer from {where} within {timeout} s"), None
-    if isinstance(exc, openai.APIConnectionError):
-        return LLMError(f"cannot reach {where}: {exc}", kind="connection"), None
-    status = getattr(exc, "status_code", None)
-    message = _error_message(exc)
-    retry_after = _retry_after(exc)
-    if status == 429:
-        return LLMError(
-            f"rate limited by {where}: {message}", status=429, kind="rate_limit"
-        ), retry_after
-    if status is not None and (status >= 500 or status == 408):
-        return LLMError(
-            f"{where} failed (HTTP {status}): {message}", status=status, kind="server"
-        ), retry_after
-    if status in (401, 403):
-        return LLMError(
-            f"{where} refused the credentials (HTTP {status}): {message}; check OPENAI_API_KEY",
-            status=status,
-            kind="auth",
-        ), None
-    if status == 404:
-        return LLMError(
-            f"not found at {where} (HTTP 404): {message}; check the model name "
-            f"{endpoint.model!r} and OPENAI_BASE_URL (it usually ends in /v1)",
-            status=404,
-            kind="not_found",
-        ), None
-    lowered = message.lower()
-    if status in (400, 413, 422) and any(h in lowered for h in _CONTEXT_HINTS):
-        return ContextLengthError(
-            f"prompt too long for {endpoint.model}: {message}", status=status
-        ), None
-    if status is None:
-        return LLMError(f"unreadable response from {where}: {exc}", kind="malformed"), None
-    return LLMError(f"{where} rejected the request (HTTP {status}): {message}", status=status), None
-
-
-def _error_message(exc: Exception) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and inner.get("message"):
-            return str(inner["message"])[:500]
-        if isinstance(inner, str):
-            return inner[:500]
-    return str(getattr(exc, "message", exc))[:500]
-
-
-def _retry_after(exc: Exception) -> float | None:
-    response = getattr(exc, "response", None)
-    value = response.headers.get("retry-after") if response is not None else None
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
-
-
-def _completion(
-    response: Any, latency: float, endpoint: Endpoint, key: str, request: Request, attempts: int
-) -> Completion:
-    """Read an openai ChatCompletion; a body without a message is ``malformed`` (retried)."""
-    try:
-        choice = response.choices[0]
-        text = choice.message.content
-    except (AttributeError, IndexError, TypeError):
-        msg = f"response without a message: {str(response)[:200]}"
-        raise LLMError(msg, kind="malformed") from None
-    usage = getattr(response, "usage", None)
-    details = getattr(usage, "prompt_tokens_details", None)
-    served = str(getattr(response, "model", None) or "")
-    if "/" in served or "\\" in served:  # llama.cpp reports its GGUF path: keep the file name
-        served = served.replace("\\", "/").rsplit("/", 1)[-1]
-    model = endpoint.model if endpoint.kind == "embedded" or not served else served
-    return Completion(
-        text=text or "",
-        model=model,
-        endpoint=endpoint.kind,
-        prompt_tokens=getattr(usage, "prompt_tokens", None),
-        completion_tokens=getattr(usage, "completion_tokens", None),
-        cached_tokens=getattr(details, "cached_tokens", None),
-        latency_s=round(latency, 4),
-        finish_reason=getattr(choice, "finish_reason", None),
-        key=key,
-        attempts=attempts,
-        prompt_name=request.prompt_name,
-        prompt_hash=request.prompt_hash,
-    )
-
-
-def _to_entry(c: Completion, request: Request, endpoint: Endpoint) -> dict[str, Any]:
-    usage = {
-        "prompt_tokens": c.prompt_tokens,
-        "completion_tokens": c.completion_tokens,
-        "cached_tokens": c.cached_tokens,
-    }
-    runtime: dict[str, Any] = {"served_model": c.model}
-    if endpoint.kind == "embedded":
-        runtime["server"] = _xllamacpp_version()
-    return {
-        "text": c.text,
-        "finish_reason": c.finish_reason,
-        "usage": usage,
-        "latency_s": c.latency_s,
-        "endpoint": endpoint.kind,
-        "model": endpoint.model,
-        "params": dict(request.params),
-        "meta": {"prompt": request.prompt_name, "prompt_hash": request.prompt_hash},
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "runtime": runtime,
-    }
-
-
-def _error_entry(exc: LLMError, request: Request, endpoint: Endpoint) -> dict[str, Any]:
-    return {
-        "error": {"kind": exc.kind, "message": str(exc)[:500]},
-        "endpoint": endpoint.kind,
-        "model": endpoint.model,
-        "params": dict(request.params),
-        "meta": {"prompt": request.prompt_name, "prompt_hash": request.prompt_hash},
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
-
-
-def _from_entry(entry: Mapping[str, Any], key: str, request: Request) -> Completion:
-    usage = entry.get("usage") or {}
-    return Completion(
-        text=entry.get("text") or "",
-        model=(entry.get("runtime") or {}).get("served_model") or entry.get("model", ""),
-        endpoint=entry.get("endpoint", ""),
-        prompt_tokens=usage.get("prompt_tokens"),
-        completion_tokens=usage.get("completion_tokens"),
-        cached_tokens=usage.get("cached_tokens"),
-        latency_s=float(entry.get("latency_s") or 0.0),
-        finish_reason=entry.get("finish_reason"),
-        key=key,
-        from_cache=True,
-        prompt_name=request.prompt_name,
-        prompt_hash=request.prompt_hash,
-    )
-
-
-def _xllamacpp_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return f"xllamacpp {version('xllamacpp')}"
-    except PackageNotFoundError:
-        return "xllamacpp"

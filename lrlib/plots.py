@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from . import paths
 
@@ -74,7 +74,14 @@ def needs_model(reducers: Sequence[str]) -> bool:
     return any(r.split("+")[0].split(":")[0] in LLM_REDUCERS for r in reducers)
 
 
-def _check_model(reducers: Sequence[str], model: str | None) -> None:
+def require_model(reducers: Sequence[str], model: str | None) -> None:
+    """Refuse to draw (or tabulate) LineRetriever results without the model's name.
+
+    >>> require_model(["lineretriever"], None)
+    Traceback (most recent call last):
+    ...
+    ValueError: this figure shows LineRetriever results: pass model= (the retriever model that produced them) so the figure names it
+    """
     if needs_model(reducers) and not model:
         raise ValueError(
             "this figure shows LineRetriever results: pass model= (the retriever "
@@ -124,7 +131,7 @@ def reduction_boxplot(
     import matplotlib.pyplot as plt
 
     reducers = list(reducers or sorted(results["reducer"].unique())) or ["(no results)"]
-    _check_model(reducers, model)
+    require_model(reducers, model)
     data = results[results["reducer"].isin(reducers)].copy()
     data["bin"] = bin_tokens(data["tokens_before"], edges)
     bins = [b for b in data["bin"].cat.categories if (data["bin"] == b).any()]
@@ -206,7 +213,7 @@ def metric_bars(
     dodge = hue is not None and summary.groupby(by)[hue].nunique().max() > 1
     ncols = min(3, len(metrics))
     nrows = -(-len(metrics) // ncols)
-    width_per = max(4.8, 0.35 * len(groups) * (len(hues) if dodge else 1) + 1.5)
+    width_per = min(9.0, max(4.8, 0.35 * len(groups) * (len(hues) if dodge else 1) + 1.5))
     fig, axes = plt.subplots(nrows, ncols, figsize=(width_per * ncols, 3.2 * nrows), squeeze=False)
     width = 0.8 / len(hues) if dodge else 0.6
     for ax, metric in zip(axes.flat, metrics, strict=False):
@@ -344,7 +351,7 @@ def coverage_vs_reduction(
     """
     import matplotlib.pyplot as plt
 
-    _check_model(list(points["reducer"].unique()), model)
+    require_model(list(points["reducer"].unique()), model)
     fig, ax = plt.subplots(figsize=(10.5, 5.2))
     for i, (reducer, rows) in enumerate(points.groupby("reducer", sort=True)):
         rows = rows.sort_values("reduction")
@@ -387,7 +394,8 @@ def tree_sizes(observations: pd.DataFrame, name: str = "dataset_tree_sizes") -> 
 
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     top = float(observations["n_tokens"].max())
-    bins = np.logspace(1, np.log10(max(top, 100)) + 0.05, 40)
+    low = max(float(observations["n_tokens"].min()), 10.0)
+    bins = np.logspace(np.log10(low) - 0.05, np.log10(max(top, low * 2)) + 0.05, 40)
     for i, (bench, rows) in enumerate(observations.groupby("benchmark", sort=True)):
         ax.hist(
             rows["n_tokens"],
@@ -403,153 +411,6 @@ def tree_sizes(observations: pd.DataFrame, name: str = "dataset_tree_sizes") -> 
     ax.set_title("Recorded observations: tree size per step", fontsize=10)
     fig.tight_layout()
     return save(fig, name)
-
-
-def save_table(
-    table: pd.DataFrame, name: str, caption: str, floatfmt: str = ".3f",
-    formats: dict[str, str] | None = None,
-) -> Path:  # fmt: skip
-    """Write a results table as ``<figures>/<name>.md`` (``caption`` above a markdown table)
-    and ``.csv`` (full precision); return the markdown path. Floats are rendered with
-    ``formats[column]`` or ``floatfmt``.
-
-    >>> import pandas as pd, tempfile, os
-    >>> os.environ["LRLIB_FIGURES_DIR"] = tempfile.mkdtemp()
-    >>> p = save_table(pd.DataFrame({"a": [0.5], "ms": [1234.5]}), "t", "A caption.",
-    ...                formats={"ms": ".0f"})
-    >>> p.read_text().splitlines()[2:]
-    ['| a | ms |', '|---|---|', '| 0.500 | 1234 |']
-    >>> del os.environ["LRLIB_FIGURES_DIR"]
-    """
-    out = paths.figures_dir()
-    out.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out / f"{name}.csv", index=False)
-    formats = formats or {}
-
-    def cell(column: str, v: Any) -> str:
-        if isinstance(v, float):
-            return "" if v != v else format(v, formats.get(column, floatfmt))
-        return str(v).replace("|", "\\|")
-
-    columns = [str(c) for c in table.columns]
-    lines = [
-        caption,
-        "",
-        "| " + " | ".join(columns) + " |",
-        "|" + "|".join("---" for _ in columns) + "|",
-    ]
-    lines += [
-        "| " + " | ".join(cell(c, v) for c, v in zip(columns, row, strict=True)) + " |"
-        for row in table.itertuples(index=False)
-    ]
-    path = out / f"{name}.md"
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
-def reported_numbers(path: str | Path | None = None) -> pd.DataFrame:
-    """The paper's reported numbers (``data/paper_reported.csv``, ``#`` lines are comments;
-    the repository's copy when ``LRLIB_DATA_DIR`` points elsewhere).
-
-    >>> set(reported_numbers()["reducer"]) >= {"lineretriever"}
-    True
-    """
-    import pandas as pd
-
-    if path is None:
-        path = paths.data_dir() / "paper_reported.csv"
-        path = path if path.is_file() else paths.REPO_DIR / "data" / "paper_reported.csv"
-    return pd.read_csv(path, comment="#", skipinitialspace=True)
-
-
-def table1(
-    frame: pd.DataFrame,
-    reported: pd.DataFrame | None = None,
-    model: str | None = None,
-    name: str = "table1",
-    note: str = "",
-) -> pd.DataFrame:
-    """A table in the shape of the paper's Table 1 on offline metrics, one row per reducer:
-    steps, median token reduction, target coverage (all steps / steps of successful
-    episodes), median latency, mean cost per step (``cost_usd`` column, if present), and the
-    paper's reported reduction beside it (labelled ``reported``). Written as
-    ``<figures>/<name>.md`` and ``.csv``; the caption names the retriever model.
-
-    >>> import pandas as pd, tempfile, os
-    >>> os.environ["LRLIB_FIGURES_DIR"] = tempfile.mkdtemp()
-    >>> f = pd.DataFrame({"reducer": ["full"], "reduction": [0.0], "reduction_chars": [0.0],
-    ...     "reduction_lines": [0.0], "target_status": ["ok"], "covered": [True],
-    ...     "covered_visible": [True], "episode_success": [True], "latency_s": [0.001]})
-    >>> table1(f)["coverage"].tolist()
-    [1.0]
-    >>> del os.environ["LRLIB_FIGURES_DIR"]
-    """
-    import pandas as pd
-
-    from .metrics import summarize
-
-    reducers = list(dict.fromkeys(frame["reducer"]))
-    _check_model(reducers, model)
-    s = summarize(frame)
-    if s.empty:  # no rows (e.g. no cached answers): an empty table with the right columns
-        s = pd.DataFrame(
-            columns=[
-                "reducer",
-                "n_steps",
-                "median_reduction",
-                "coverage",
-                "coverage_success",
-                "n_target",
-                "median_latency_ms",
-            ]
-        )
-    table = s[
-        [
-            "reducer",
-            "n_steps",
-            "median_reduction",
-            "coverage",
-            "coverage_success",
-            "n_target",
-            "median_latency_ms",
-        ]
-    ].copy()
-    if "cold_latency_s" in frame and len(frame):  # as if nothing were cached
-        cold = frame.groupby("reducer", sort=False)["cold_latency_s"].median() * 1000
-        table["median_latency_ms"] = table["reducer"].map(cold)
-    if "cost_usd" in frame:
-        cost = frame.groupby("reducer", sort=False)["cost_usd"].mean()
-        table["cost_per_step_usd"] = table["reducer"].map(cost)
-    table.insert(1, "retriever_model", [model if needs_model([r]) else "" for r in reducers])
-    if reported is not None:
-        rep = reported[reported["metric"] == "reduction"]
-        text = rep.groupby("reducer").apply(
-            lambda g: "; ".join(
-                f"{v:.0%} ({b})" for v, b in zip(g["value"], g["benchmark"], strict=True)
-            ),
-            include_groups=False,
-        )
-        table["reported_reduction (paper)"] = [
-            text.get(r.split("+")[0].split(":")[0], "") for r in table["reducer"]
-        ]
-    caption = (
-        "Offline Table 1: median token reduction, target coverage (share of steps whose "
-        "target lines survive; all steps / steps of successful episodes), median latency "
-        "per step (cold: embeddings computed, model calls at their recorded latency)"
-        + (", mean cost per step in USD" if "cost_usd" in frame else "")
-        + (f". LineRetriever rows: retriever model {model}" if model else "")
-        + (
-            ". Columns marked 'reported' are the paper's numbers, not measured here"
-            if reported is not None
-            else ""
-        )
-        + (f". {note}" if note else "")
-        + "."
-    )
-    save_table(
-        table, name, caption, formats={"median_latency_ms": ".1f", "cost_per_step_usd": ".5f"}
-    )
-    return table
 
 
 def curve_points(
@@ -592,3 +453,55 @@ def curve_points(
             for r in s.itertuples()
         ]
     return pd.DataFrame(rows)
+
+
+def injection_survival(
+    summary: pd.DataFrame,
+    by: pd.DataFrame,
+    model: str | None = None,
+    name: str = "injection_survival",
+    title: str = "Injected lines that reach the acting model",
+) -> Path:
+    """The injection benchmark. Left: per reducer, the share of injected lines that survive
+    (bar) beside the share of all lines it keeps (tick): a bar short of its tick means the
+    reducer drops attack lines more than other lines (``lift`` < 1, printed). Right: survival
+    by ``by``'s columns (attack position or attack kind), one row per reducer. Steps where a
+    reducer fell back (``failures``, e.g. to the full tree) are counted beside it. ``summary``
+    and ``by`` come from :func:`lrlib.injection_eval.summarize` and ``breakdown``.
+    """
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    reducers = list(summary["reducer"])
+    require_model(reducers, model)
+    fig, (left, right) = plt.subplots(
+        1, 2, figsize=(12.5, 0.42 * len(reducers) + 1.8), width_ratios=(1.1, 1)
+    )
+    y = np.arange(len(reducers))
+    left.barh(y, 100 * summary["survival"], color=PALETTE[1], height=0.6,
+              label="injected lines that survive")  # fmt: skip
+    left.scatter(100 * summary["kept_share"], y, marker="|", s=260, color="black", zorder=3,
+                 label="all lines kept (share of the tree)")  # fmt: skip
+    failures = summary["failures"] if "failures" in summary else [0] * len(reducers)
+    for i, (lift, failed) in enumerate(zip(summary["lift"], failures, strict=True)):
+        text = "" if lift != lift else f"lift {lift:.2f}"
+        text += f"\n{failed} fallbacks" if failed else ""  # e.g. unreadable answers: full tree
+        left.text(103, i, text, va="center", fontsize=7, color="#444444")
+    left.set_yticks(y, reducers, fontsize=8)
+    left.set_ylim(len(reducers) - 0.5, -0.5)  # first reducer on top, rows level with the grid
+    left.set_xlim(0, 118)
+    left.set_xlabel("% of lines")
+    left.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=2, frameon=False)
+    left.grid(axis="x", alpha=0.3)
+    grid = by.reindex(reducers).to_numpy(dtype=float)
+    right.imshow(100 * grid, cmap="Reds", vmin=0, vmax=100, aspect="auto")
+    for (i, j), v in np.ndenumerate(grid):
+        if v == v:
+            right.text(j, i, f"{v:.0%}", ha="center", va="center", fontsize=7,
+                       color="white" if v > 0.6 else "black")  # fmt: skip
+    right.set_xticks(range(grid.shape[1]), [str(c) for c in by.columns], rotation=20, fontsize=8)
+    right.set_yticks(y, [])
+    right.set_title(f"survival by {by.columns.name or 'group'}", fontsize=9)
+    fig.suptitle(title + (f" - retriever model: {model}" if model else ""), fontsize=11)
+    fig.tight_layout()
+    return save(fig, name)

@@ -2,13 +2,14 @@
 
 Two modes, decided from the environment (:func:`offline`):
 
-- **offline** (the default when no endpoint is configured, and always in quick mode): the
+- **offline** (the default when no endpoint is configured, and in quick mode): the
   answers come from the response cache in ``data/cache`` and nothing else. A step without a
   cached answer is **skipped and counted** (:class:`RetrieverRun` says how many), never sent
   to a model behind the user's back.
 - **live**: ``OPENAI_BASE_URL`` and/or ``OPENAI_API_KEY`` (plus ``LRLIB_MODEL``) name an
   endpoint, or ``LRLIB_OFFLINE=0`` allows the embedded SmolLM2 to run: missing answers are
-  asked for (concurrently) and cached, so the next run replays them.
+  asked for (concurrently) and cached, so the next run replays them. ``LRLIB_OFFLINE=1``
+  forces replay even with an endpoint configured.
 
 The retriever runs in :data:`lrlib.run.DEFAULT_CONFIG` (whose answers ship in the cache)
 unless a notebook overrides an option; results always carry the model that produced them.
@@ -61,8 +62,9 @@ EMPTY_COLUMNS = [
 
 
 def offline() -> bool:
-    """True unless answers may be requested: an endpoint is configured (or
-    ``LRLIB_OFFLINE=0``), and this is not a quick run (``LRLIB_QUICK=1`` is always offline).
+    """True unless answers may be requested. ``LRLIB_OFFLINE=1``/``0`` decides when set;
+    otherwise a quick run (``LRLIB_QUICK=1``) is offline, and a full run is live exactly
+    when an endpoint is configured (``OPENAI_BASE_URL`` or ``OPENAI_API_KEY``).
 
     >>> os.environ["LRLIB_OFFLINE"] = "0"; offline()
     False
@@ -70,13 +72,13 @@ def offline() -> bool:
     """
     from .figures import quick_mode
 
-    if quick_mode():
-        return True
     flag = os.environ.get(OFFLINE_ENV, "").strip().lower()
     if flag in ("1", "true", "yes", "on"):
         return True
     if flag in ("0", "false", "no", "off"):
         return False
+    if quick_mode():
+        return True
     return not any(os.environ.get(v, "").strip() for v in ENDPOINT_ENV)
 
 
@@ -189,35 +191,32 @@ def safe_reduce(reducer: Reducer, step: Step) -> Reduction:
         )
 
 
-def embeddings_cached(reducer: Reducer, steps: Sequence[Step]) -> list[bool]:
-    """For an embedding reducer: whether the vectors of each step (its query and every
-    chunk) are all in the reducer's on-disk cache, read without computing anything. Other
-    reducers need nothing cached: all True."""
-    import sqlite3
-
+def embedding_keys(reducer: Reducer, steps: Sequence[Step]) -> list[set[str]]:
+    """For an embedding reducer: the cache keys of each step's vectors (its query and every
+    chunk); empty sets for reducers that embed nothing."""
     from .embeddings import CachedEmbedder
     from .reducers.chunking import chunks_of, query_of
 
     embedder = getattr(reducer, "embedder", None)
     if not isinstance(embedder, CachedEmbedder):
-        return [True] * len(steps)
-    if not embedder.path.is_file():
-        return [False] * len(steps)
-    wanted = []
+        return [set() for _ in steps]
+    out = []
     for step in steps:
         chunks = chunks_of(step.axtree, reducer.unit, reducer.size, reducer.overlap,  # type: ignore[attr-defined]
                            reducer.encoding)  # fmt: skip
         keys = {embedder.key(query_of(step) or " ", "query")}
-        keys |= {embedder.key(c.text, "passage") for c in chunks}
-        wanted.append(keys)
-    found: set[str] = set()
-    every = sorted(set().union(*wanted)) if wanted else []
-    with sqlite3.connect(f"file:{embedder.path}?mode=ro", uri=True) as db:
-        for i in range(0, len(every), 500):
-            part = every[i : i + 500]
-            marks = ",".join("?" * len(part))
-            rows = db.execute(f"SELECT key FROM vectors WHERE key IN ({marks})", part)
-            found.update(k for (k,) in rows)
+        out.append(keys | {embedder.key(c.text, "passage") for c in chunks})
+    return out
+
+
+def embeddings_cached(reducer: Reducer, steps: Sequence[Step]) -> list[bool]:
+    """For an embedding reducer: whether the vectors of each step are all in the reducer's
+    cache (seeded from the shipped pack), read without computing anything. Other reducers
+    need nothing cached: all True."""
+    wanted = embedding_keys(reducer, steps)
+    if not any(wanted):
+        return [True] * len(steps)
+    found = reducer.embedder.cached(set().union(*wanted))  # type: ignore[attr-defined]
     return [keys <= found for keys in wanted]
 
 

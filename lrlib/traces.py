@@ -19,6 +19,7 @@ task's "Nice work, thank you!" feedback, are follow-ups, kept apart); the text p
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import re
 import zlib
@@ -109,6 +110,8 @@ def parse_folder_name(name: str) -> tuple[str, str, int | None]:
 
 def find_experiments(root: str | Path) -> list[Path]:
     """Experiment folders (holding ``step_*.pkl.gz``) at or under ``root``, sorted by path.
+    Symlinked folders are followed (a results folder of links to runs is common); a folder
+    reached twice, or a link cycle, is visited once.
 
     >>> find_experiments("/nonexistent")
     []
@@ -116,7 +119,16 @@ def find_experiments(root: str | Path) -> list[Path]:
     root = Path(root)
     if not root.is_dir():
         return []
-    found = {p.parent for p in root.rglob("step_*.pkl.gz") if STEP_FILE.match(p.name)}
+    found, seen = set(), set()
+    for here, dirs, files in os.walk(root, followlinks=True):
+        real = os.path.realpath(here)
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs.sort()
+        if any(STEP_FILE.match(f) for f in files):
+            found.add(Path(here))
     return sorted(found)
 
 

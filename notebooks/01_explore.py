@@ -21,6 +21,8 @@
 # The widget needs a live kernel; the static view right below is what it shows first.
 
 # %%
+from functools import partial
+
 from IPython.display import HTML
 
 from lrlib import explore, figures, replay
@@ -32,10 +34,11 @@ QUICK = figures.quick_mode()
 N_STEPS = 5 if QUICK else None  # steps offered in the step menu (None: the default selection)
 REDUCERS = ["lineretriever", "program", "embedding", "bm25", "truncate", "random", "oracle"]
 START = ("lineretriever", "paper", "structure")
+ANSWER = "json"  # LineRetriever's answer format ("tags" or "json")
 
 # %%
 steps = replay.default_steps(limit=N_STEPS)
-reduce = explore.Switch(lineretriever=replay.lineretriever)
+reduce = explore.Switch(lineretriever=partial(replay.lineretriever, answer=ANSWER))
 first = reduce(steps[0], *START)
 HTML(explore.side_by_side(steps[0], first, title=replay.describe(START[0])))
 

@@ -109,7 +109,7 @@ mine = register_prompt(
 )
 print(sorted(list_prompts()))
 print("fingerprints:", get_prompt("paper").fingerprint(), "->", mine.fingerprint())
-extra_grid = replay.ablation_grid(["paper", "paper-forms"], (True,), (True,), ("tags",))
+extra_grid = replay.ablation_grid(["paper", "paper-forms"], (True,), (False,), ("json",))
 replay.prompt_token_table(steps, extra_grid).groupby("prompt")["prompt_tokens"].median()
 
 # %%
@@ -122,8 +122,12 @@ trial.summary.round(3)
 #
 # * Prompt tokens barely depend on the variant or the switches: the tree dominates every
 #   prompt, so the policy text is free to be as explicit as it needs to be.
-# * With the embedded SmolLM2-135M the answer format decides everything: in the tag format
-#   it rarely closes an `<answer>` block (every such step falls back to the full tree),
-#   while a JSON schema enforced by the server always yields ranges. A capable model makes
-#   the other switches worth measuring; configure an endpoint and rerun this notebook to
-#   fill the empty rows (their answers are cached as they arrive).
+# * With the embedded SmolLM2-135M the answer format decides first: in the tag format it
+#   rarely closes an `<answer>` block (every such step falls back to the full tree), while a
+#   JSON schema enforced by the server always yields ranges.
+# * Under the schema, the variants spread along a reduction / coverage trade-off: the
+#   policies that ask for less keep less, and lose more targets. The shipped answers cover
+#   the variants and the history switch on ten steps (about half of them with a target):
+#   enough to see the pipeline respond to the prompt, far too few to rank prompts.
+# * Configure an endpoint and rerun this notebook to fill the empty rows (thinking on,
+#   the other combinations) with a capable model; answers are cached as they arrive.

@@ -20,7 +20,7 @@
 import pandas as pd
 from IPython.display import display
 
-from lrlib import costs, data, figures, plots, replay
+from lrlib import costs, data, figures, plots, replay, tables
 
 # %% tags=["parameters"]
 QUICK = figures.quick_mode()
@@ -56,8 +56,8 @@ agent = costs.get_price(AGENT_MODEL, prices)
 small = costs.get_price(RETRIEVER_PRICED_AS, prices)
 embedder = costs.get_price(EMBEDDING_PRICED_AS, prices)
 paired["cost_usd"] = costs.observation_cost(paired, agent, small, embedder)
-reported = plots.reported_numbers()
-table = plots.table1(
+reported = tables.reported_numbers()
+table = tables.table1(
     paired, reported, model=runs[0].model, name="table1_paired",
     note=f"{len(answered)} validation steps with cached LineRetriever answers in both formats; "
     f"cost per step: agent {AGENT_MODEL} reading the reduced observation, plus the retriever "
@@ -73,7 +73,7 @@ steps = data.load_steps(split=SPLIT, limit=N_STEPS)
 full_split, notes = replay.evaluate_cached(REDUCERS, steps)
 print("\n".join(notes) or "every reducer evaluated on every step")
 full_split["cost_usd"] = costs.observation_cost(full_split, agent, None, embedder)
-plots.table1(
+tables.table1(
     full_split, reported, model=None, name="table1_validation",
     note=f"all {len(steps)} steps of the {SPLIT} split; cost per step: agent {AGENT_MODEL} "
     f"reading the reduced observation, embeddings billed as {EMBEDDING_PRICED_AS}",

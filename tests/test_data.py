@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from lrlib import data
+from lrlib import data, importer
 from lrlib.axtree import split_lines
 from lrlib.cli import COMMANDS
 from lrlib.step import Step
@@ -33,8 +33,8 @@ WITH_FOLLOWUPS = (
 
 
 @pytest.fixture(scope="session")
-def report(traces_dir) -> data.ImportReport:
-    return data.import_traces(traces_dir)
+def report(traces_dir) -> importer.ImportReport:
+    return importer.import_traces(traces_dir)
 
 
 @pytest.fixture(scope="session")
@@ -225,7 +225,7 @@ def test_split_is_by_episode_grouped_and_stratified(rows):
 def test_split_is_deterministic_and_order_free(rows):
     copies = [dict(r, split=None) for r in rows]
     random.Random(3).shuffle(copies)
-    data.assign_split(copies)
+    importer.assign_split(copies)
     assert {r["step_id"]: r["split"] for r in copies} == {r["step_id"]: r["split"] for r in rows}
 
 
@@ -300,7 +300,7 @@ def test_corrupt_files_are_reported_and_skipped(messy_root):
     (ep / "step_8.pkl.gz").write_bytes(gzip.compress(b"\x80\x04not a pickle"))
     (ep / "step_9.pkl.gz").write_bytes(b"")
     (ep / "summary_info.json").write_text("{broken")
-    report = data.import_traces(messy_root)
+    report = importer.import_traces(messy_root)
     skipped = dict(report.skipped)
     prefix = f"batch 1/{ep.name}/"
     assert set(skipped) == {prefix + f"step_{n}.pkl.gz" for n in (2, 7, 8, 9)}
@@ -328,7 +328,7 @@ def test_malicious_pickle_is_refused_not_run(messy_root, tmp_path):
 
     ep = _episode_dir(messy_root)
     (ep / "step_1.pkl.gz").write_bytes(gzip.compress(pickle.dumps(Evil())))
-    report = data.import_traces(ep)  # a single experiment folder works too
+    report = importer.import_traces(ep)  # a single experiment folder works too
     assert not marker.exists()
     (why,) = [w for src, w in report.skipped if src.endswith("step_1.pkl.gz")]
     assert why.startswith("UnsafePickleError") and ".system'" in why
@@ -356,8 +356,8 @@ def test_write_is_atomic(tmp_path, rows, monkeypatch):
 
 def _cli(*argv: str) -> int:
     parser = argparse.ArgumentParser()
-    data.add_arguments(parser)
-    return data.run(parser.parse_args(argv))
+    importer.add_arguments(parser)
+    return importer.run(parser.parse_args(argv))
 
 
 def test_cli(messy_root, tmp_path, capsys):
@@ -375,7 +375,7 @@ def test_cli(messy_root, tmp_path, capsys):
     empty.mkdir()
     assert _cli(str(empty), "-o", str(tmp_path / "e.jsonl.gz"), "-q") == 1
     assert not (tmp_path / "e.jsonl.gz").exists()
-    assert "import-traces" in COMMANDS and COMMANDS["import-traces"][0] == "lrlib.data"
+    assert "import-traces" in COMMANDS and COMMANDS["import-traces"][0] == "lrlib.importer"
 
 
 # ---- goal sources (synthetic AgentLab-style pickles) --------------------------------------
@@ -425,7 +425,7 @@ def test_goal_sources_in_order(tmp_path, fake_loop):
     chat = tmp_path / "c_on_workarena.servicenow.x_3"
     msgs = [{"role": "assistant", "message": "Hi"}, {"role": "user", "message": "chat goal"}]
     _write_episode(chat, [fake_loop(0, _obs(url, "[1] button 'C'", chat_messages=msgs))])
-    rows = {r["episode"]: r for r in data.import_traces(tmp_path).rows}
+    rows = {r["episode"]: r for r in importer.import_traces(tmp_path).rows}
     assert rows[legacy.name]["goal"] == "legacy goal"
     assert rows[legacy.name]["action_bids"] == ["1"] and rows[legacy.name]["target_lines"] == [1]
     assert rows[from_file.name]["goal"] == "goal from file"

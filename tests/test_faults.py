@@ -88,19 +88,21 @@ def test_server_dies_mid_run_then_rerun_resumes(steps, tmp_path):
         run_steps(steps, retriever(dying.url, tmp_path), progress=False)
     assert err.value.kind == "connection" and "cannot reach" in str(err.value)
     assert dying.url in str(err.value) and "gave up after" in str(err.value)
-    assert len(dying.delivered) == 4
+    paid = len(dying.delivered)  # 4, or fewer if a request raced the crash
+    assert 1 <= paid <= 4
     assert_cache_sound(tmp_path, dying.delivered)
     with DrillServer(ok) as fresh:  # back on another port: the cache key has no URL in it
         rows = run_steps(steps, retriever(fresh.url, tmp_path), progress=False)
-        assert len(fresh.requests) == len(steps) - 4  # only what was missing
+        assert len(fresh.requests) == len(steps) - paid  # only what was missing
     assert all(r["failure"] is None for r in rows) and len(rows) == len(steps)
-    assert sum(bool(r["from_cache"]) for r in rows) == 4
+    assert sum(bool(r["from_cache"]) for r in rows) == paid
     assert_cache_sound(tmp_path, fresh.delivered + dying.delivered)
 
 
 def test_rate_limited_for_a_while_then_finishes(steps, tmp_path):
     with DrillServer(lambda n, body: ("status", 429) if n < 6 else ok(n, body)) as server:
-        rows = run_steps(steps[:5], retriever(server.url, tmp_path), progress=False)
+        # one step may draw every 429: enough retries that it still gets through
+        rows = run_steps(steps[:5], retriever(server.url, tmp_path, max_retries=6), progress=False)
     assert all(r["failure"] is None for r in rows)
     assert len(server.requests) == 5 + 6 and len(server.delivered) == 5
     cache = assert_cache_sound(tmp_path, server.delivered)
@@ -208,12 +210,12 @@ def test_cli_run_stops_clearly_and_resumes(tmp_path, monkeypatch, capsys):
     assert_cache_sound(tmp_path / "cache", dying.delivered)
     with DrillServer(ok) as fresh:
         assert cli(fresh.url) == 0
-        assert len(fresh.requests) == 6 - 3
+        assert len(fresh.requests) == 6 - len(dying.delivered) and dying.delivered
     import pandas as pd
 
     table = pd.read_csv(out)
     assert len(table) == 6 and table["failure"].isna().all()
-    assert table["from_cache"].sum() == 3
+    assert table["from_cache"].sum() == len(dying.delivered)
 
 
 def test_killed_run_leaves_a_sound_cache_and_resumes(tmp_path, monkeypatch):

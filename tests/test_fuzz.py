@@ -28,8 +28,8 @@ from lrlib.tokens import (
 )
 
 REASONS = {"empty", "no_answer", "no_ranges", "out_of_range", "bad_json", "bad_schema"}
-# LRLIB_FUZZ_EXAMPLES=20000 for a long campaign; the suite's default keeps it to ~20 s
-EXAMPLES = int(os.environ.get("LRLIB_FUZZ_EXAMPLES", "600"))
+# LRLIB_FUZZ_EXAMPLES=10000 for a long campaign; the default keeps the file to ~15 s
+EXAMPLES = int(os.environ.get("LRLIB_FUZZ_EXAMPLES", "300"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # ---- answers: pieces a model (or a page) writes ------------------------------------------
@@ -259,14 +259,10 @@ def test_truncate_bottom_is_exact(text, budget):
 
 
 def test_long_blank_runs_do_not_crash_the_tokenizer():
-    """tiktoken panics (a BaseException) on ~1M spaces; lrlib splits such text itself."""
-    text = "[7] button 'a" + " " * 1_200_000 + "b'\n\t" + "\t" * 70_000 + "StaticText 'x'"
-    expected = sum(len(get_encoding()._encode_single_piece(p)) for p in _pieces(text))
-    assert count_tokens(text) == expected
+    """tiktoken panics (a BaseException) on ~1M spaces; lrlib splits such text itself.
+    (Exactness of that split is the property test above; here: no crash, sane counts.)"""
+    run = 1_200_000
+    text = "[7] button 'a" + " " * run + "b'\n\t" + "\t" * 70_000 + "StaticText 'x'"
+    longest = max(len(t) for t in get_encoding()._mergeable_ranks if t.strip() == b"")
+    assert run // longest <= count_tokens(text) <= run // longest + 70_000
     assert truncate_bottom(text, 10) == ""
-
-
-def _pieces(text: str) -> list[str]:
-    import regex
-
-    return regex.findall(get_encoding()._pat_str, text)

@@ -10,18 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lrlib.actions import action_bids
-from lrlib.inject import (
-    ATTACKS,
-    EVIL_HOST,
-    MARKS,
-    POSITIONS,
-    breakdown,
-    build_set,
-    inject,
-    plan,
-    score,
-    summarize,
-)
+from lrlib.inject import ATTACKS, EVIL_HOST, MARKS, POSITIONS, build_set, inject, plan
+from lrlib.injection_eval import breakdown, score, score_cached, summarize
 from lrlib.pruning import prune
 from lrlib.ranges import AnswerParseError, parse_answer
 from lrlib.reducers import Output, Reducer, get_reducer
@@ -180,6 +170,8 @@ def test_score_measures_survival_and_coverage(steps):
     assert all(r["covered_injected"] for r in oracle)
     table = summarize(full + oracle)
     assert table.set_index("reducer").loc["full", "survival"] == 1.0
+    assert table.set_index("reducer").loc["full", "lift"] == 1.0
+    assert table.set_index("reducer").loc["oracle", "lift"] == 0.0
     assert table.set_index("reducer").loc["oracle", "steps_any"] == 0.0
     assert table.set_index("reducer").loc["oracle", "coverage_change"] == 0.0
     by_attack = breakdown(full + oracle, "attack")
@@ -320,3 +312,72 @@ def test_lineretriever_never_selects_an_echoed_answer(tagged, tmp_path, view):
             assert result.kept == [real]
         else:
             assert selection is None and result.failure == "parse:no_answer", name
+
+
+# ---- scoring only what is cached -----------------------------------------------------------
+
+
+def test_score_cached_skips_and_counts_what_is_not_cached(steps, tmp_path, monkeypatch):
+    """Offline, a reducer is scored on the attacked steps whose answers (and vectors) are
+    cached, for the attacked and the clean step; the rest is counted, never computed."""
+    from drill_server import DrillServer
+
+    from lrlib import replay
+
+    monkeypatch.setenv("LRLIB_CACHE_DIR", str(tmp_path / "cache"))
+    items = build_set(steps, n=None, per_step=2)
+    assert len(items) == 2
+    answer = lambda n, body: ("ok", "<answer>[(1, 3)]</answer>")  # noqa: E731
+    with DrillServer(answer) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("LRLIB_MODEL", "scripted-model")
+        live = {"lr": replay.lineretriever(prompt="defender", answer="tags", view="full")}
+        rows, notes = score_cached(live, items[:1], clean=False)  # only the attacked step
+        assert not notes and {r["step_id"] for r in rows} == {items[0].original.step_id}
+        assert all(r["model"] == "scripted-model" for r in rows)
+        paid = len(server.requests)
+        assert paid >= 1
+        monkeypatch.setenv("LRLIB_OFFLINE", "1")
+        lr = {"lr": replay.lineretriever(prompt="defender", answer="tags", view="full")}
+        specs = {"full": "full", "embedding": "embedding", **lr}
+        rows, notes = score_cached(specs, items, clean=True, seed=7)
+        assert len(server.requests) == paid  # offline: nothing sent
+    # the clean originals were never answered: with clean=True no step is ready
+    assert notes == [
+        "embedding: 0 of 2 attacked steps scored, 2 skipped (their embeddings are not "
+        "cached; LRLIB_OFFLINE=0 computes them)",
+        "lr: 0 of 2 attacked steps scored, 2 skipped (their answers are not cached; "
+        "LRLIB_OFFLINE=0 computes them)",
+    ]
+    assert {r["reducer"] for r in rows} == {"full"} and {r["seed"] for r in rows} == {7}
+    assert summarize(rows).set_index("reducer").loc["full", "n_steps"] == 2
+    with DrillServer(answer) as server:  # the attacked step replays without a server
+        rows, notes = score_cached(lr, items, clean=False)
+        assert not server.requests
+    assert notes[0].startswith("lr: 1 of 2 attacked steps scored, 1 skipped")
+    replayed = [r for r in rows if r["reducer"] == "lr"]
+    assert {r["step_id"] for r in replayed} == {items[0].original.step_id}
+    # the cached answer [(1, 3)] is what gets replayed: the injected lines among 1..3 survive
+    expected = {p.position: len({1, 2, 3} & set(range(p.first, p.last + 1)))
+                for p in items[0].placements}  # fmt: skip
+    assert {r["position"]: r["survived"] for r in replayed} == expected
+    assert expected["top"] == 2
+    assert all(r["covered_clean"] is None for r in replayed)
+
+
+def test_cli_scores_the_cached_steps_only(steps, tmp_path, monkeypatch, capsys):
+    from lrlib.cli import main
+
+    monkeypatch.setenv("LRLIB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("LRLIB_OFFLINE", "1")
+    out = tmp_path / "rows.csv"
+    spec = "lineretriever:prompt=defender,offline=True"
+    args = ["inject", "--split", "validation", "--steps", "2", "--cached", "--no-progress"]
+    assert main([*args, "--reducers", f"oracle;{spec}", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"{spec}: 0 of 2 attacked steps scored, 2 skipped (their answers" in printed
+    assert "| oracle |" in printed and "2 attacked steps (" in printed
+    import pandas as pd
+
+    table = pd.read_csv(out)
+    assert set(table["reducer"]) == {"oracle"} and (table["survived"] == 0).all()

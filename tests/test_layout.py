@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 import tomllib
@@ -71,3 +72,15 @@ def test_paths_come_from_the_package_not_the_cwd(tmp_path, monkeypatch):
     assert paths.data_dir() == REPO / "data"
     monkeypatch.setenv("LRLIB_DATA_DIR", str(tmp_path))
     assert paths.data_dir() == tmp_path and paths.cache_dir() == tmp_path / "cache"
+
+
+def test_installed_package_imports_from_anywhere(tmp_path):
+    """Jupyter starts kernels in notebooks/, users elsewhere: the installed lrlib must be the
+    regular package (its __init__ and public API), not an empty namespace package."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    code = "import lrlib; print(lrlib.__file__, lrlib.__version__, len(lrlib.__all__))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[0] == str(Path(lrlib.__file__)), "reinstall: pip install -e ."

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lrlib import costs, plots
+from lrlib import costs, plots, tables
 
 
 @pytest.fixture
@@ -130,7 +130,7 @@ def test_coverage_curves_and_table(figs):
             "cost_usd": [0.001, 0.003, 0.004, 0.004],
         }
     )
-    table = plots.table1(frame, plots.reported_numbers(), model="M", name="t1")
+    table = tables.table1(frame, tables.reported_numbers(), model="M", name="t1")
     assert table.set_index("reducer").loc["lineretriever+structure", "coverage"] == 0.0
     assert table.set_index("reducer").loc["full", "cost_per_step_usd"] == pytest.approx(0.004)
     assert (
@@ -147,3 +147,26 @@ def test_metric_bars_titles_the_model(figs):
     )
     plots.metric_bars(summary, ["coverage"], by="config", hue="answer", model="M")
     assert "retriever model: M" in figs["title"]
+
+
+def test_injection_survival_from_real_injection_rows(figs, real_trees):
+    from lrlib.actions import action_bids
+    from lrlib.inject import build_set
+    from lrlib.injection_eval import breakdown, score_cached, summarize
+    from lrlib.step import Step
+
+    steps = [Step(goal=t["goal"], tree=t["tree"], target_bids=tuple(action_bids(t["action_raw"])),
+                  step_id=k) for k, t in real_trees.items()]  # fmt: skip
+    rows, _ = score_cached(["full", "oracle", "truncate:budget=2000"], build_set(steps, n=None))
+    summary, by = summarize(rows), breakdown(rows, "position")
+    path = plots.injection_survival(summary, by, name="inj")
+    assert path.stat().st_size > 10_000 and (figs["dir"] / "inj.pdf").is_file()
+    assert "retriever model" not in figs["title"]
+    assert "lift 1.00" in figs["texts"] and "lift 0.00" in figs["texts"]  # full, oracle
+    assert "survival by position" in figs["titles"]
+    lr = summary.assign(reducer=summary["reducer"].replace("full", "lineretriever:paper/json"))
+    with pytest.raises(ValueError, match="model="):
+        plots.injection_survival(lr, by.rename(index={"full": "lineretriever:paper/json"}))
+    plots.injection_survival(lr, by.rename(index={"full": "lineretriever:paper/json"}),
+                             model="TinyModel-1")  # fmt: skip
+    assert "TinyModel-1" in figs["title"]

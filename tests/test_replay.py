@@ -4,6 +4,7 @@ endpoint fills the cache, the explorer labels fallbacks, notebooks execute in or
 from __future__ import annotations
 
 import json
+import re
 
 import nbformat
 import pytest
@@ -55,9 +56,11 @@ def test_mode_follows_the_environment(monkeypatch):
     assert not replay.offline()
     monkeypatch.setenv("LRLIB_OFFLINE", "1")
     assert replay.offline()
-    monkeypatch.setenv("LRLIB_OFFLINE", "0")
     monkeypatch.setenv("LRLIB_QUICK", "1")
-    assert replay.offline()  # quick runs never call a model
+    monkeypatch.delenv("LRLIB_OFFLINE")
+    assert replay.offline()  # quick runs call no model unless told to
+    monkeypatch.setenv("LRLIB_OFFLINE", "0")
+    assert not replay.offline()  # told to: the explicit switch wins
 
 
 def test_offline_without_answers_skips_and_counts(steps, empty_cache):
@@ -167,3 +170,69 @@ def test_embedding_baseline_replays_cached_vectors_only(steps, empty_cache, tmp_
     ]
     curves, notes = replay.curves_cached(steps, ["embedding", "random"])
     assert set(curves["reducer"]) == {"random"} and "embedding curve: 0 of 3" in notes[0]
+
+
+@pytest.mark.slow
+def test_figures_with_an_endpoint_ask_it_cache_the_answers_and_name_its_model(
+    tmp_path, httpserver, monkeypatch
+):
+    """`make figures` with an endpoint configured: a notebook's LineRetriever cells ask the
+    endpoint (here a scripted local server), its answers land in the cache, the outputs name
+    its model; the same notebook run offline afterwards replays them and asks nothing."""
+    from werkzeug import Response
+
+    from lrlib import paths
+
+    def answer(request):
+        body = json.loads(request.get_data())
+        text = (
+            '{"ranges": [[1, 6]]}' if body.get("response_format") else "<answer>[(1, 6)]</answer>"
+        )
+        return Response(json.dumps(_answer(text)), content_type="application/json")
+
+    httpserver.expect_request("/v1/chat/completions", method="POST").respond_with_handler(answer)
+    monkeypatch.setenv("OPENAI_BASE_URL", httpserver.url_for("/v1"))
+    monkeypatch.setenv("LRLIB_MODEL", "scripted-model")
+    monkeypatch.setenv("LRLIB_OFFLINE", "0")  # live even in quick mode
+    monkeypatch.setenv("LRLIB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("LRLIB_FIGURES_DIR", str(tmp_path / "figures"))
+    source = paths.notebooks_dir() / "00_quickstart.py"
+    live = figures.execute(source, quick=True, write=tmp_path / "live.ipynb")
+    assert live.error is None, live.error
+    asked = len(httpserver.log)
+    assert asked >= 1
+    assert list((tmp_path / "cache").rglob("*.json*")), "answers were not cached"
+    text = (tmp_path / "live.ipynb").read_text()
+    assert "retriever model: scripted-model (live (compatible endpoint)" in text
+    # lines 1-6 of the compact view, widened to the original lines they stand for
+    assert re.search(r"ranges:  \[\[1, \d+\]\] \| failure: None", text)
+    assert httpserver.url_for("/") not in text
+
+    monkeypatch.setenv("LRLIB_OFFLINE", "1")
+    again = figures.execute(source, quick=True, write=tmp_path / "offline.ipynb")
+    assert again.error is None and len(httpserver.log) == asked
+    replayed = (tmp_path / "offline.ipynb").read_text()
+    assert re.search(r"ranges:  \[\[1, \d+\]\] \| failure: None", replayed)
+
+
+@pytest.mark.slow
+def test_notebooks_run_on_another_dataset_with_nothing_cached(tmp_path, monkeypatch):
+    """A user's own recordings (LRLIB_DATA_DIR): no cached answer, no vector pack. The
+    notebooks still run through, skip and count what they cannot replay, and say so."""
+    from lrlib import data, paths
+
+    rows = [r for r in data.read_rows() if r["split"] == "train"][:40]
+    for r in rows:  # other steps: other prompts, so nothing in the shipped cache matches
+        r["split"], r["goal"] = "validation", r["goal"] + " (my own run)"
+    data.write_rows(rows, tmp_path / "mine" / "observations.jsonl.gz")
+    monkeypatch.setenv("LRLIB_DATA_DIR", str(tmp_path / "mine"))
+    monkeypatch.setenv("LRLIB_FIGURES_DIR", str(tmp_path / "figures"))
+    monkeypatch.setenv("LRLIB_OFFLINE", "1")
+    for name in ("03_reduction_boxplot", "05_baselines"):
+        out = tmp_path / f"{name}.ipynb"
+        done = figures.execute(paths.notebooks_dir() / f"{name}.py", quick=True, write=out)
+        assert done.error is None, f"{name}: {done.error}"
+        text = out.read_text()
+        assert "skipped" in text and "embedding: 0 of" in text, name
+    assert (tmp_path / "figures" / "fig3_reduction_by_reducer.png").is_file()
+    assert (tmp_path / "figures" / "table1_validation.md").is_file()

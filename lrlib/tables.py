@@ -1,0 +1,148 @@
+"""Results tables: written beside the figures as ``<name>.md`` (a caption above a markdown
+table) and ``<name>.csv`` (full precision), for the README and for diffs.
+
+:func:`table1` is the paper's Table 1 in offline metrics, with the paper's reported numbers
+(:func:`reported_numbers`) beside the measured ones and labelled as reported; like a
+figure, a table with LineRetriever rows names the retriever model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import paths
+from .plots import needs_model, require_model
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+TABLE1_COLUMNS = ["reducer", "n_steps", "median_reduction", "coverage", "coverage_success",
+                  "n_target", "median_latency_ms"]  # fmt: skip
+
+
+def save_table(
+    table: pd.DataFrame, name: str, caption: str, floatfmt: str = ".3f",
+    formats: dict[str, str] | None = None,
+) -> Path:  # fmt: skip
+    """Write a results table as ``<figures>/<name>.md`` (``caption`` above a markdown table)
+    and ``.csv`` (full precision); return the markdown path. Floats are rendered with
+    ``formats[column]`` or ``floatfmt``.
+
+    >>> import pandas as pd, tempfile, os
+    >>> os.environ["LRLIB_FIGURES_DIR"] = tempfile.mkdtemp()
+    >>> p = save_table(pd.DataFrame({"a": [0.5], "ms": [1234.5]}), "t", "A caption.",
+    ...                formats={"ms": ".0f"})
+    >>> p.read_text().splitlines()[2:]
+    ['| a | ms |', '|---|---|', '| 0.500 | 1234 |']
+    >>> del os.environ["LRLIB_FIGURES_DIR"]
+    """
+    out = paths.figures_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / f"{name}.csv", index=False)
+    formats = formats or {}
+
+    def cell(column: str, v: Any) -> str:
+        if isinstance(v, float):
+            return "" if v != v else format(v, formats.get(column, floatfmt))
+        return str(v).replace("|", "\\|")
+
+    columns = [str(c) for c in table.columns]
+    lines = [
+        caption,
+        "",
+        "| " + " | ".join(columns) + " |",
+        "|" + "|".join("---" for _ in columns) + "|",
+    ]
+    lines += [
+        "| " + " | ".join(cell(c, v) for c, v in zip(columns, row, strict=True)) + " |"
+        for row in table.itertuples(index=False)
+    ]
+    path = out / f"{name}.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def reported_numbers(path: str | Path | None = None) -> pd.DataFrame:
+    """The paper's reported numbers (``data/paper_reported.csv``, ``#`` lines are comments;
+    the repository's copy when ``LRLIB_DATA_DIR`` points elsewhere).
+
+    >>> set(reported_numbers()["reducer"]) >= {"lineretriever"}
+    True
+    """
+    import pandas as pd
+
+    if path is None:
+        path = paths.data_dir() / "paper_reported.csv"
+        path = path if path.is_file() else paths.REPO_DIR / "data" / "paper_reported.csv"
+    return pd.read_csv(path, comment="#", skipinitialspace=True)
+
+
+def table1(
+    frame: pd.DataFrame,
+    reported: pd.DataFrame | None = None,
+    model: str | None = None,
+    name: str = "table1",
+    note: str = "",
+) -> pd.DataFrame:
+    """A table in the shape of the paper's Table 1 on offline metrics, one row per reducer:
+    steps, median token reduction, target coverage (all steps / steps of successful
+    episodes), median latency, mean cost per step (``cost_usd`` column, if present), and the
+    paper's reported reduction beside it (labelled ``reported``). Written as
+    ``<figures>/<name>.md`` and ``.csv``; the caption names the retriever model.
+
+    >>> import pandas as pd, tempfile, os
+    >>> os.environ["LRLIB_FIGURES_DIR"] = tempfile.mkdtemp()
+    >>> f = pd.DataFrame({"reducer": ["full"], "reduction": [0.0], "reduction_chars": [0.0],
+    ...     "reduction_lines": [0.0], "target_status": ["ok"], "covered": [True],
+    ...     "covered_visible": [True], "episode_success": [True], "latency_s": [0.001]})
+    >>> table1(f)["coverage"].tolist()
+    [1.0]
+    >>> del os.environ["LRLIB_FIGURES_DIR"]
+    """
+    import pandas as pd
+
+    from .metrics import summarize
+
+    reducers = list(dict.fromkeys(frame["reducer"]))
+    require_model(reducers, model)
+    s = summarize(frame)
+    if s.empty:  # no rows (e.g. no cached answers): an empty table with the right columns
+        s = pd.DataFrame(columns=TABLE1_COLUMNS)
+    table = s[TABLE1_COLUMNS].copy()
+    if "cold_latency_s" in frame and len(frame):  # as if nothing were cached
+        cold = frame.groupby("reducer", sort=False)["cold_latency_s"].median() * 1000
+        table["median_latency_ms"] = table["reducer"].map(cold)
+    if "cost_usd" in frame:
+        cost = frame.groupby("reducer", sort=False)["cost_usd"].mean()
+        table["cost_per_step_usd"] = table["reducer"].map(cost)
+    table.insert(1, "retriever_model", [model if needs_model([r]) else "" for r in reducers])
+    if reported is not None:
+        rep = reported[reported["metric"] == "reduction"]
+        text = rep.groupby("reducer").apply(
+            lambda g: "; ".join(
+                f"{v:.0%} ({b})" for v, b in zip(g["value"], g["benchmark"], strict=True)
+            ),
+            include_groups=False,
+        )
+        table["reported_reduction (paper)"] = [
+            text.get(r.split("+")[0].split(":")[0], "") for r in table["reducer"]
+        ]
+    caption = (
+        "Offline Table 1: median token reduction, target coverage (share of steps whose "
+        "target lines survive; all steps / steps of successful episodes), median latency "
+        "per step (cold: embeddings computed, model calls at their recorded latency)"
+        + (", mean cost per step in USD" if "cost_usd" in frame else "")
+        + (f". LineRetriever rows: retriever model {model}" if model else "")
+        + (
+            ". Columns marked 'reported' are the paper's numbers, not measured here"
+            if reported is not None
+            else ""
+        )
+        + (f". {note}" if note else "")
+        + "."
+    )
+    save_table(
+        table, name, caption, formats={"median_latency_ms": ".1f", "cost_per_step_usd": ".5f"}
+    )
+    return table

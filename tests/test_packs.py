@@ -1,0 +1,147 @@
+"""Vector packs: the shipped embeddings seed the cache, match the model, and bad packs are
+ignored rather than trusted."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import numpy as np
+import pytest
+from test_embeddings import Counting  # the toy embedder that records its calls
+
+from lrlib import data, replay
+from lrlib.embeddings import CachedEmbedder, LocalE5
+from lrlib.evaluation import resolve
+from lrlib.packs import pack_path, read_pack, write_pack
+
+TEXTS = ["[12] button 'Add to Cart'", "[13] link 'Privacy policy'", "a" * 40]
+
+
+@pytest.fixture
+def packed(tmp_path):
+    """A pack of three vectors made by the toy embedder, and the vectors themselves."""
+    source = CachedEmbedder(Counting(), path=tmp_path / "source.sqlite", pack=None)
+    vectors = source.embed(TEXTS)
+    keys = [source.key(t, "passage") for t in TEXTS]
+    return write_pack(source, keys, tmp_path / "counting.npz"), vectors
+
+
+def test_pack_seeds_a_fresh_cache_and_nothing_is_computed(tmp_path, packed):
+    pack, vectors = packed
+    inner = Counting()
+    fresh = CachedEmbedder(inner, path=tmp_path / "fresh.sqlite", pack=pack)
+    got = fresh.embed(TEXTS)
+    assert inner.calls == [] and fresh.last_cost.hits == 3  # nothing computed
+    np.testing.assert_array_equal(got, vectors)  # stored exactly
+    _, _, seconds = read_pack(pack, "counting")  # the cold cost travels with the vectors
+    assert fresh.last_cost.cold_seconds == pytest.approx(float(seconds.sum()))
+    fresh.embed(["not in the pack"])
+    assert inner.calls == [["not in the pack"]]  # only the text the pack lacks
+    fresh.close()
+    # seeding happens once per pack content; what the cache computed itself is kept
+    again = CachedEmbedder(Counting(), path=tmp_path / "fresh.sqlite", pack=pack)
+    assert len(again.cached(again.key(t, "passage") for t in TEXTS + ["not in the pack"])) == 4
+
+
+def test_write_pack_refuses_keys_without_vectors(tmp_path):
+    emb = CachedEmbedder(Counting(), path=tmp_path / "c.sqlite", pack=None)
+    emb.embed(["a"])
+    with pytest.raises(KeyError, match="1 of 2 keys have no cached vector"):
+        write_pack(emb, [emb.key("a", "passage"), emb.key("b", "passage")], tmp_path / "p.npz")
+
+
+def _rewrite(pack, **arrays):
+    """A copy of ``pack`` with some arrays replaced (written with numpy, like a real pack)."""
+    with np.load(pack, allow_pickle=False) as z:
+        content = {k: z[k] for k in z.files}
+    content.update(arrays)
+    out = pack.with_name("bad.npz")
+    np.savez(out, **content)
+    return out
+
+
+def _truncated(pack):
+    out = pack.with_name("cut.npz")
+    out.write_bytes(pack.read_bytes()[:200])
+    return out
+
+
+def _pickled(pack):
+    """The pack with its vectors replaced by a pickled object array."""
+    out = pack.with_name("pickled.npz")
+    with zipfile.ZipFile(pack) as src, zipfile.ZipFile(out, "w") as dst:
+        for name in src.namelist():
+            if name != "vectors.npy":
+                dst.writestr(name, src.read(name))
+        buf = io.BytesIO()
+        np.save(buf, np.array([object()], dtype=object), allow_pickle=True)
+        dst.writestr("vectors.npy", buf.getvalue())
+    return out
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        _truncated,
+        lambda p: _rewrite(p, vectors=np.full((3, 3), np.nan, dtype=np.float16)),
+        lambda p: _rewrite(p, vectors=np.zeros((2, 3), dtype=np.float16)),  # 3 keys
+        lambda p: _rewrite(p, meta=np.array('{"format": 1, "model": "another"}')),
+        lambda p: _rewrite(p, meta=np.array("[1, 2]")),
+        lambda p: _rewrite(p, keys=np.array([1, 2, 3])),
+        lambda p: _rewrite(p, vectors=np.zeros((3, 3), dtype=np.int64)),
+        _pickled,
+    ],
+    ids=["truncated", "nan", "short", "other-model", "bad-meta", "bad-keys", "ints", "pickle"],
+)
+def test_a_bad_pack_is_ignored_with_a_warning_never_trusted(tmp_path, packed, damage):
+    bad = damage(packed[0])
+    with pytest.raises(ValueError):
+        read_pack(bad, "counting")
+    inner = Counting()
+    emb = CachedEmbedder(inner, path=tmp_path / "c.sqlite", pack=bad)
+    with pytest.warns(UserWarning, match="ignored, vectors will be computed"):
+        emb.embed(TEXTS)
+    assert inner.calls == [TEXTS]
+
+
+@pytest.fixture(scope="module")
+def notebook_steps():
+    steps = data.load_steps(split="validation")
+    from lrlib import inject
+
+    return steps + [it.step for it in inject.build_set(steps, n=15, per_step=2, seed=0)]
+
+
+def test_shipped_pack_covers_every_step_the_notebooks_embed(tmp_path, monkeypatch, notebook_steps):
+    """A fresh clone has no embeddings cache: the pack alone must cover the validation split
+    and the injection set, so `make figures` computes no vector."""
+    monkeypatch.setenv("LRLIB_CACHE_DIR", str(tmp_path))
+    reducer = resolve(["embedding"])["embedding"]
+    assert reducer.embedder.pack == pack_path(reducer.embedder.model)
+    assert reducer.embedder.pack.is_file(), "run `lrlib embeddings` to rebuild the pack"
+    assert all(replay.embeddings_cached(reducer, notebook_steps))
+    keys, vectors, seconds = read_pack(reducer.embedder.pack, reducer.embedder.model)
+    assert vectors.shape == (len(keys), 384) and (seconds > 0).all()
+
+
+def test_shipped_vectors_match_the_model_and_rank_alike(tmp_path, monkeypatch, notebook_steps):
+    """Recompute one real step's vectors with e5 now: the pack holds the same vectors (up to
+    the engine's float noise), and the embedding reducer keeps the same chunks either way."""
+    step = min(notebook_steps[:146], key=lambda s: abs(len(s.axtree) - 120))
+    monkeypatch.setenv("LRLIB_CACHE_DIR", str(tmp_path / "packed"))
+    from_pack = resolve(["embedding"])["embedding"]
+    kept = from_pack.reduce(step).kept
+    assert from_pack.embedder.last_cost.misses == 0  # served by the pack
+    live = CachedEmbedder(LocalE5(), path=tmp_path / "live.sqlite", pack=None)
+    again = resolve(["embedding"])["embedding"]
+    again.embedder = live
+    assert again.reduce(step).kept == kept
+    assert live.last_cost.misses > 5  # really computed
+    keys = sorted(set().union(*replay.embedding_keys(again, [step])))
+    packed = {
+        k: np.frombuffer(v, np.float32) for k, (v, _) in from_pack.embedder.stored(keys).items()
+    }
+    fresh = {k: np.frombuffer(v, np.float32) for k, (v, _) in live.stored(keys).items()}
+    cosines = [float(packed[k] @ fresh[k]) for k in keys]
+    assert min(cosines) > 0.99999
