@@ -20,6 +20,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from . import paths
 
@@ -61,6 +62,8 @@ def read_source(source: Path):
     import jupytext
 
     nb = jupytext.read(source, fmt="py:percent")
+    for i, cell in enumerate(nb.cells):  # stable ids: regenerating changes only real outputs
+        cell["id"] = f"{source.stem[:2]}-{i:02d}"
     nb.metadata["kernelspec"] = {"name": KERNEL, "display_name": "Python 3", "language": "python"}
     nb.metadata.setdefault("language_info", {"name": "python"})
     nb.metadata.setdefault("jupytext", {})["formats"] = "ipynb,py:percent"
@@ -104,8 +107,20 @@ def execute(
         error = f"{type(exc).__name__}: {exc}"
     seconds = time.perf_counter() - start
     if write is not None:
+        _drop_widget_state(nb)
         jupytext.write(nb, write, fmt="ipynb")
     return Executed(source.stem, seconds, error, write)
+
+
+def _drop_widget_state(nb: Any) -> None:
+    """Live widgets need a kernel: keep their text fallback, drop their saved state (random
+    model ids that would change on every run and show nothing in a static viewer)."""
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if "application/vnd.jupyter.widget-view+json" in data and "text/plain" in data:
+                del data["application/vnd.jupyter.widget-view+json"]
 
 
 def run_all(

@@ -93,6 +93,9 @@ def test_committed_notebooks_are_executed_top_to_bottom(source):
         f"{source.stem}: execution counts {counts}; re-run `make figures`"
     )
     blob = json.dumps([c.get("outputs", []) for c in cells])
+    # regenerating must not churn: stable cell ids, no saved widget state (random ids)
+    assert [c.id for c in nb.cells] == [f"{source.stem[:2]}-{i:02d}" for i in range(len(nb.cells))]
+    assert "widgets" not in nb.metadata and "widget-view" not in blob, f"{source.stem}"
     for cell in cells:
         for out in cell.get("outputs", []):
             assert out.get("output_type") != "error", f"{source.stem}: error output {out}"
