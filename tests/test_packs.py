@@ -145,3 +145,22 @@ def test_shipped_vectors_match_the_model_and_rank_alike(tmp_path, monkeypatch, n
     fresh = {k: np.frombuffer(v, np.float32) for k, (v, _) in live.stored(keys).items()}
     cosines = [float(packed[k] @ fresh[k]) for k in keys]
     assert min(cosines) > 0.99999
+
+
+def test_the_command_rebuilds_the_pack_from_the_cache_alone(tmp_path, monkeypatch, capsys):
+    """`lrlib embeddings` on a cache seeded from the shipped pack computes nothing and writes
+    a pack with the same vectors for the same steps; a reducer without vectors is refused."""
+    from lrlib.cli import main
+
+    monkeypatch.setenv("LRLIB_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "rebuilt.npz"
+    assert main(["embeddings", "--split", "validation", "--inject", "15", "--out", str(out)]) == 0
+    assert "(0 computed now)" in capsys.readouterr().out
+    model = resolve(["embedding"])["embedding"].embedder.model
+    keys, vectors, seconds = read_pack(out, model)
+    shipped_keys, shipped_vectors, shipped_seconds = read_pack(pack_path(model), model)
+    assert keys == shipped_keys
+    np.testing.assert_array_equal(vectors, shipped_vectors)
+    np.testing.assert_array_equal(seconds, shipped_seconds)
+    assert main(["embeddings", "--reducer", "bm25", "--out", str(out)]) == 2
+    assert "not a cached embedding reducer" in capsys.readouterr().err
