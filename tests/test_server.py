@@ -28,6 +28,19 @@ def _get(url: str) -> dict:
         return json.loads(resp.read())
 
 
+def _post(url: str, body: dict, key: str | None) -> int:
+    """The HTTP status of a JSON POST, with ``key`` as bearer token if given."""
+    headers = {"Content-Type": "application/json"}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    request = urllib.request.Request(url, json.dumps(body).encode(), headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as resp:
+            return resp.status
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
 def _refused(url: str) -> bool:
     try:
         urllib.request.urlopen(url, timeout=3)
@@ -49,9 +62,14 @@ def test_server_binds_loopback_answers_and_stops(tmp_path):
     with server:
         assert re.fullmatch(r"http://127\.0\.0\.1:\d+", server.address)
         assert _get(server.address + "/health")["status"] == "ok"
+        chat = {"model": MODEL_ID, "messages": [{"role": "user", "content": "hi"}]}
+        for key in (None, "wrong-key"):  # other users and pages on this machine get nothing
+            assert _post(server.base_url + "/chat/completions", chat, key) == 401
+        assert server.api_key not in repr(server)
         client = LLMClient(
-            MODEL_ID, base_url=server.base_url, max_tokens=4, cache=ResponseCache(tmp_path)
-        )
+            MODEL_ID, base_url=server.base_url, api_key=server.api_key, max_tokens=4,
+            cache=ResponseCache(tmp_path),
+        )  # fmt: skip
         out = client.complete([{"role": "user", "content": "Say yes."}])
         assert out.completion_tokens and 0 < out.completion_tokens <= 4
         assert out.prompt_tokens > 5 and out.model == MODEL_ID and out.endpoint == "embedded"
@@ -110,8 +128,13 @@ def test_serve_command_prints_the_url_and_stops_on_sigterm():
         line = proc.stdout.readline()
         match = re.search(r"(http://127\.0\.0\.1:\d+)/v1", line)
         assert match and "SmolLM2-135M-Instruct" in line, line + proc.stderr.read()
-        assert "OPENAI_BASE_URL=" in proc.stdout.readline()
+        export = proc.stdout.readline()
+        assert "OPENAI_BASE_URL=" in export, export
+        key = re.search(r"OPENAI_API_KEY=(\S+)", export).group(1)
         assert _get(match.group(1) + "/health")["status"] == "ok"
+        chat = {"model": MODEL_ID, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}
+        assert _post(match.group(1) + "/v1/chat/completions", chat, None) == 401
+        assert _post(match.group(1) + "/v1/chat/completions", chat, key) == 200
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
         time.sleep(0.2)
