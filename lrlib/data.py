@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,22 +58,12 @@ def write_rows(rows: Iterable[dict[str, Any]], out: str | Path) -> Path:
     b'{"a":1}\\n'
     """
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as raw:
-            if out.name.endswith(".gz"):
-                with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
-                    _dump(rows, gz)
-            else:
-                _dump(rows, raw)
-            raw.flush()
-            os.fsync(raw.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with paths.atomic_write(out) as raw:
+        if out.name.endswith(".gz"):
+            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
+                _dump(rows, gz)
+        else:
+            _dump(rows, raw)
     return out
 
 

@@ -71,16 +71,14 @@ def write_pack(embedder: CachedEmbedder, keys: Iterable[str], out: Path | None =
     )
     meta = {"model": embedder.model, "n": len(keys), "dtype": "float32", "format": FORMAT}
     out = Path(out) if out else pack_path(embedder.model)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp.npz")
-    np.savez_compressed(
-        tmp,
-        keys=np.array(keys, dtype="S32"),
-        vectors=vecs.astype(np.float32),
-        seconds=np.array([rows[k][1] for k in keys], dtype=np.float32),
-        meta=np.array(json.dumps(meta, sort_keys=True)),
-    )
-    tmp.replace(out)
+    with paths.atomic_write(out) as f:
+        np.savez_compressed(
+            f,
+            keys=np.array(keys, dtype="S32"),
+            vectors=vecs.astype(np.float32),
+            seconds=np.array([rows[k][1] for k in keys], dtype=np.float32),
+            meta=np.array(json.dumps(meta, sort_keys=True)),
+        )
     return out
 
 

@@ -1,7 +1,8 @@
 """Where lrlib reads and writes: resolved from the package, never from the working directory.
 
 Every location can be redirected with an environment variable, so a notebook can point
-lrlib at another results folder without editing code.
+lrlib at another results folder without editing code. Every file lrlib writes goes
+through :func:`atomic_write`: a reader or a crash never sees half of it.
 
 >>> from lrlib import paths
 >>> paths.data_dir().name
@@ -11,7 +12,11 @@ lrlib at another results folder without editing code.
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_DIR = PACKAGE_DIR.parent
@@ -46,3 +51,32 @@ def work_dir() -> Path:
 def notebooks_dir() -> Path:
     """The notebooks folder of the repository."""
     return REPO_DIR / "notebooks"
+
+
+@contextmanager
+def atomic_write(target: str | Path) -> Iterator[BinaryIO]:
+    """Write ``target`` all at once: the ``with`` block writes a unique temporary file beside
+    it (binary), which is synced and renamed over ``target`` when the block ends, or removed
+    if it raises. Concurrent writers of one file leave one whole file, readers never see a
+    partial one. The file gets mode 0644 (a temporary file starts private).
+
+    >>> import tempfile
+    >>> p = Path(tempfile.mkdtemp()) / "sub" / "x.txt"
+    >>> with atomic_write(p) as f:
+    ...     _ = f.write(b"whole")
+    >>> p.read_bytes(), [q.name for q in p.parent.iterdir()]
+    (b'whole', ['x.txt'])
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -186,12 +186,11 @@ def write_table(rows: Iterable[dict[str, Any]], out: str | Path, **provenance: A
     from .runinfo import provenance as make_provenance
 
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    pd.DataFrame(list(rows)).to_csv(tmp, index=False)
-    tmp.replace(out)
+    with paths.atomic_write(out) as f:
+        pd.DataFrame(list(rows)).to_csv(f, index=False, encoding="utf-8")
     meta = json.dumps(make_provenance(**provenance), indent=2, default=str)
-    out.with_name(out.name + ".provenance.json").write_text(meta + "\n")
+    with paths.atomic_write(out.with_name(out.name + ".provenance.json")) as f:
+        f.write((meta + "\n").encode("utf-8"))
     return out
 
 

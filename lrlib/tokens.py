@@ -73,10 +73,8 @@ def _seed_tiktoken_cache() -> Path | None:
         dest = target / key
         if dest.exists():
             continue
-        raw = gzip.decompress((source / f"{name}.tiktoken.gz").read_bytes())
-        tmp = dest.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(raw)
-        os.replace(tmp, dest)  # atomic: a concurrent process sees all or nothing
+        with paths.atomic_write(dest) as f:  # a concurrent process sees all or nothing
+            f.write(gzip.decompress((source / f"{name}.tiktoken.gz").read_bytes()))
     os.environ["TIKTOKEN_CACHE_DIR"] = str(target)
     return target
 
