@@ -81,11 +81,14 @@ class Reducer(ABC):
 
     def reduce(self, step: Step) -> Reduction:
         """Run :meth:`select`, timed, and count tokens before and after."""
-        tree = step.axtree  # parsing is shared work, not the reducer's latency
+        _ = step.axtree  # parse before the clock starts: shared work, not the latency
         start = time.perf_counter()
         out = self.select(step)
-        latency = time.perf_counter() - start
-        before = count_lines(tree.texts, self.encoding)
+        return self._reduction(step, out, time.perf_counter() - start)
+
+    def _reduction(self, step: Step, out: Output, latency: float) -> Reduction:
+        """The :class:`Reduction` of ``out``: token counts before and after, parameters."""
+        before = count_lines(step.axtree.texts, self.encoding)
         after = count_tokens(out.text, self.encoding)
         return Reduction(
             self.name,

@@ -38,7 +38,7 @@ from ..prompts import PromptOptions, get_prompt
 from ..pruning import STRATEGIES, prune
 from ..ranges import AnswerParseError, Selection, parse_answer
 from ..step import Step
-from ..tokens import DEFAULT_ENCODING, count_lines, count_tokens, truncate_bottom
+from ..tokens import DEFAULT_ENCODING, count_tokens, truncate_bottom
 from ..views import attach_hidden, get_view, render
 from ..windows import merge, plan_windows, restrict, split_window, window_lines
 from .base import Output, Reducer, Reduction, register_reducer
@@ -221,27 +221,12 @@ class LineRetriever(Reducer):
 
     async def areduce(self, step: Step) -> Reduction:
         """Async :meth:`reduce`."""
-        tree = step.axtree
+        _ = step.axtree  # parse before the clock starts: shared work, not the latency
         start = time.perf_counter()
         out = await self._aselect(step)
         local = time.perf_counter() - start - (out.usage or {}).get("wall_s", 0.0)
         latency = max(0.0, local) + (out.usage or {}).get("llm_latency_s", 0.0)
-        before = count_lines(tree.texts, self.encoding)
-        after = count_tokens(out.text, self.encoding)
-        return Reduction(
-            self.name,
-            step.step_id,
-            out.text,
-            out.kept,
-            before,
-            after,
-            latency,
-            self.params,
-            out.stubs,
-            out.usage,
-            out.failure,
-            out.extra,
-        )
+        return self._reduction(step, out, latency)
 
     def reduce_many(
         self,
