@@ -1,8 +1,9 @@
 """Where lrlib reads and writes: resolved from the package, never from the working directory.
 
 Every location can be redirected with an environment variable, so a notebook can point
-lrlib at another results folder without editing code. Every file lrlib writes goes
-through :func:`atomic_write`: a reader or a crash never sees half of it.
+lrlib at another results folder without editing code. The files that runs fill and other
+processes read (cache entries, the dataset, vector packs, `lrlib run` tables, the tiktoken
+files) are written with :func:`atomic_write`: a reader or a crash never sees half of one.
 
 >>> from lrlib import paths
 >>> paths.data_dir().name
