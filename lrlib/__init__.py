@@ -71,6 +71,7 @@ _SUBMODULES = {  # every module, importable lazily as lrlib.<name>
     "importer",
     "inject",
     "injection_eval",
+    "intervals",
     "llm",
     "llmerrors",
     "metrics",
