@@ -136,8 +136,23 @@ def test_shipped_vectors_match_the_model_and_rank_alike(tmp_path, monkeypatch, n
     live = CachedEmbedder(LocalE5(), path=tmp_path / "live.sqlite", pack=None)
     again = resolve(["embedding"])["embedding"]
     again.embedder = live
-    assert again.reduce(step).kept == kept
+    packed_out, live_out = from_pack.reduce(step), again.reduce(step)
     assert live.last_cost.misses > 5  # really computed
+    assert packed_out.kept == kept
+    # Same ranking up to float noise: the engine's SIMD kernels may round differently from
+    # the machine that built the pack, so two chunks whose scores tie to ~1e-3 may trade
+    # places at the top-k boundary (seen once in CI). Any chunk that changed sides must be
+    # such a near-tie; everything else is kept either way.
+    a = dict(zip(packed_out.extra["chunks"], packed_out.extra["scores"], strict=True))
+    b = dict(zip(live_out.extra["chunks"], live_out.extra["scores"], strict=True))
+    tol = 2e-3
+    for chunk in a.keys() & b.keys():
+        assert abs(a[chunk] - b[chunk]) < tol, (chunk, a[chunk], b[chunk])
+    for only, other in ((a.keys() - b.keys(), b), (b.keys() - a.keys(), a)):
+        for chunk in only:
+            score = a.get(chunk, b.get(chunk))
+            assert score - min(other.values()) < tol, f"chunk {chunk} is not a boundary tie"
+    assert len(a.keys() ^ b.keys()) <= 2
     keys = sorted(set().union(*replay.embedding_keys(again, [step])))
     packed = {
         k: np.frombuffer(v, np.float32) for k, (v, _) in from_pack.embedder.stored(keys).items()
