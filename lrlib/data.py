@@ -7,7 +7,7 @@ the raw rows. The file is built by :mod:`lrlib.importer` (``lrlib import-traces`
 schema is documented in ``data/README.md``.
 
 >>> default_path().name, SPLITS
-('observations.jsonl.gz', ('train', 'validation'))
+('observations.jsonl.gz', ('train', 'validation', 'test'))
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ if TYPE_CHECKING:
     from .step import Step
 
 DEFAULT_NAME = "observations.jsonl.gz"
-SPLITS = ("train", "validation")
+SPLITS = ("train", "validation", "test")
 COLUMNS = [
-    "step_id", "episode", "benchmark", "task", "seed", "step", "split", "goal", "url",
+    "step_id", "episode", "benchmark", "task", "family", "seed", "step", "split", "goal", "url",
     "axtree_txt", "action", "action_name", "action_bids", "history", "target_lines",
     "user_followups", "last_action_error", "episode_reward", "episode_success",
     "episode_error", "has_summary", "duplicate_steps", "source", "n_lines", "n_chars", "n_tokens",
@@ -103,7 +103,7 @@ def load_observations(
 ) -> pd.DataFrame:
     """The dataset as a DataFrame, one row per step (columns: :data:`COLUMNS`).
 
-    ``split`` ("train"/"validation") and ``benchmark`` filter rows; unknown values raise
+    ``split`` ("train"/"validation"/"test"; test = held-out task families) and ``benchmark`` filter rows; unknown values raise
     ``ValueError`` listing the valid ones. ``action``, ``action_name`` and
     ``episode_error`` are object columns holding ``str`` or ``None``; list columns hold lists.
 

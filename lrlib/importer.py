@@ -4,7 +4,7 @@ become the rows of the recorded-observation dataset (:mod:`lrlib.data`).
 :func:`import_traces` walks an experiment folder or a tree of them (see :mod:`lrlib.traces`),
 keeps one row per step that has an accessibility tree, drops steps whose page is off the
 benchmark and exact duplicate (goal, tree) pairs within an episode, assigns a fixed
-train/validation split by episode, and writes gzipped JSON lines atomically
+train/validation/test split (test: whole task families), and writes gzipped JSON lines atomically
 (:func:`lrlib.data.write_rows`). The schema is documented in ``data/README.md``.
 
 Off-benchmark rule: every BrowserGym task starts on a page of its benchmark, so the
@@ -13,15 +13,23 @@ Off-benchmark rule: every BrowserGym task starts on a page of its benchmark, so 
 step whose active page is on another host, or has no http(s) URL (``about:blank``), is
 off the benchmark.
 
-Split rule: episodes of the same task and seed (re-runs of one task instance) form a
-group; within each benchmark, groups are ordered by the SHA-256 of ``task/seed`` and the
-first ones go to ``validation`` until it holds ``round(0.3 * episodes)`` episodes.
+Split rule: the task families of :data:`TEST_FAMILIES` go whole to ``test`` (never used
+for tuning). For the rest, episodes of the same task and seed (re-runs of one task
+instance) form a group; within each benchmark, groups are ordered by the SHA-256 of
+``task/seed`` and the first ones go to ``validation`` until it holds
+``round(0.3 * episodes)`` episodes (counted over all episodes, test families included, so
+the development split is the same as before the test split existed), the others to ``train``.
+A row's ``family`` is its task name.
 
->>> rows = [{"benchmark": "webarena", "task": "webarena.4", "seed": s, "episode": f"e{s}"}
+>>> rows = [{"benchmark": "webarena", "task": "webarena.40", "seed": s, "episode": f"e{s}"}
 ...         for s in range(10)]
 >>> assign_split(rows)
 >>> sorted(r["split"] for r in rows).count("validation")
 3
+>>> rows = [{"benchmark": "webarena", "task": "webarena.4", "seed": 1, "episode": "e"}]
+>>> assign_split(rows)
+>>> rows[0]["split"], rows[0]["family"]
+('test', 'webarena.4')
 """
 
 from __future__ import annotations
@@ -42,6 +50,17 @@ from .data import COLUMNS, default_path, write_rows
 from .traces import Episode, RawStep, find_experiments, read_episode
 
 VALIDATION_FRACTION = 0.3
+#: Task families held out whole as the ``test`` split (why: see data/README.md, "Splits").
+TEST_FAMILIES = frozenset(
+    {
+        "workarena.servicenow.order-sales-laptop",
+        "workarena.servicenow.order-developer-laptop",
+        "workarena.servicenow.knowledge-base-search",
+        "workarena.servicenow.dashboard-retrieve-catalog-and-max-order-apple-macbook-pro15-l2",
+        "webarena.2",
+        "webarena.4",
+    }
+)
 _SPLIT_SALT = "lrlib-split-v1"
 
 
@@ -235,8 +254,21 @@ def episode_rows(
     return rows
 
 
-def assign_split(rows: list[dict[str, Any]], fraction: float = VALIDATION_FRACTION) -> None:
-    """Set ``row["split"]`` in place (see the module doc for the rule)."""
+def family_of(row: dict[str, Any]) -> str:
+    """A row's task family: its task name (``workarena.servicenow.order-ipad-pro``).
+
+    >>> family_of({"task": "webarena.210", "episode": "e"})
+    'webarena.210'
+    """
+    return str(row.get("task") or row["episode"])
+
+
+def assign_split(
+    rows: list[dict[str, Any]],
+    fraction: float = VALIDATION_FRACTION,
+    test_families: Iterable[str] = TEST_FAMILIES,
+) -> None:
+    """Set ``row["family"]`` and ``row["split"]`` in place (rule: see the module doc)."""
     groups: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for r in rows:
         key = f"{r['task']}/{r['seed']}" if r.get("seed") is not None else r["episode"]
@@ -253,8 +285,13 @@ def assign_split(rows: list[dict[str, Any]], fraction: float = VALIDATION_FRACTI
                 break
             validation |= bench_groups[key]
             taken += len(bench_groups[key])
+    test = set(test_families)
     for r in rows:
-        r["split"] = "validation" if r["episode"] in validation else "train"
+        r["family"] = family_of(r)
+        if r["family"] in test:
+            r["split"] = "test"
+        else:
+            r["split"] = "validation" if r["episode"] in validation else "train"
 
 
 def import_traces(

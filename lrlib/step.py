@@ -21,6 +21,9 @@ class Step:
     """Goal, action history and AxTree text of one step, plus what the agent did next.
 
     ``target_bids`` are the bids the recorded next action names (empty when it names none).
+    ``episode``, ``benchmark`` and ``family`` (task family = task name) group steps for
+    cross-validation and the episode bootstrap (:mod:`lrlib.crossval`, :mod:`lrlib.intervals`);
+    they stay ``""`` for steps built by hand.
     """
 
     goal: str
@@ -29,6 +32,9 @@ class Step:
     target_bids: tuple[str, ...] = ()
     step_id: str = ""
     meta: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    episode: str = ""
+    benchmark: str = ""
+    family: str = ""
 
     @cached_property
     def axtree(self) -> AxTree:
@@ -54,4 +60,7 @@ class Step:
             target_bids=tuple(str(b) for b in (bids if bids is not None else ())),
             step_id=str(step_id or ""),
             meta=meta,
+            episode=str(row.get("episode") or ""),
+            benchmark=str(row.get("benchmark") or ""),
+            family=str(row.get("family") or row.get("task") or ""),
         )

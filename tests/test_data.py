@@ -218,8 +218,27 @@ def test_split_is_by_episode_grouped_and_stratified(rows):
     assert all(len(s) == 1 for s in group_split.values())  # re-runs stay together
     for bench in ("workarena", "webarena"):
         eps = {r["episode"]: r["split"] for r in rows if r["benchmark"] == bench}
-        share = sum(s == "validation" for s in eps.values()) / len(eps)
+        dev = [s for s in eps.values() if s != "test"]
+        share = sum(s == "validation" for s in dev) / len(dev)
         assert 0.2 <= share <= 0.4, (bench, share)
+
+
+def test_test_split_is_whole_held_out_families(rows):
+    split_of_family = defaultdict(set)
+    for r in rows:
+        assert r["family"] == r["task"]
+        split_of_family[r["family"]].add(r["split"])
+    test = {f for f, s in split_of_family.items() if "test" in s}
+    assert test == importer.TEST_FAMILIES
+    assert all(split_of_family[f] == {"test"} for f in test)  # a family is never split
+    assert {r["benchmark"] for r in rows if r["split"] == "test"} == {"workarena", "webarena"}
+    # the development split is the one from before the test split existed: every
+    # non-test row keeps the train/validation it gets when no family is held out
+    copies = [dict(r, split=None) for r in rows]
+    importer.assign_split(copies, test_families=())
+    for before, r in zip(copies, rows, strict=True):
+        if r["split"] != "test":
+            assert before["split"] == r["split"]
 
 
 def test_split_is_deterministic_and_order_free(rows):
@@ -244,7 +263,7 @@ def test_load_observations_dataframe(rows):
     assert list(df.columns) == data.COLUMNS
     assert len(df) == len(rows)
     assert df["step_id"].is_unique
-    assert set(df["split"]) == {"train", "validation"}
+    assert set(df["split"]) == set(data.SPLITS) == {"train", "validation", "test"}
     assert set(df["benchmark"]) == {"workarena", "webarena"}
     assert df["action"].map(lambda a: a is None or isinstance(a, str)).all()
     assert df["action"].isna().sum() == sum(r["action"] is None for r in rows) > 0
@@ -253,8 +272,11 @@ def test_load_observations_dataframe(rows):
     val = data.load_observations(split="validation", benchmark="webarena")
     assert (train["split"] == "train").all() and len(train) < len(df)
     assert ((val["split"] == "validation") & (val["benchmark"] == "webarena")).all()
-    with pytest.raises(ValueError, match="train, validation"):
-        data.load_observations(split="test")
+    test = data.load_observations(split="test")
+    assert set(test["family"]) == importer.TEST_FAMILIES
+    assert len(data.load_steps(split="test")) == len(test)
+    with pytest.raises(ValueError, match="test, train, validation"):
+        data.load_observations(split="dev")
     with pytest.raises(ValueError, match="webarena, workarena"):
         data.load_observations(benchmark="miniwob")
 
@@ -268,6 +290,7 @@ def test_load_steps(rows):
         r = by_id[s.step_id]
         assert (s.goal, s.tree, list(s.history)) == (r["goal"], r["axtree_txt"], r["history"])
         assert s.target_lines == r["target_lines"]
+        assert (s.episode, s.benchmark, s.family) == (r["episode"], r["benchmark"], r["family"])
     assert len(data.load_steps()) == len(rows)
 
 
