@@ -54,6 +54,7 @@ _API: dict[str, str] = {
     "EmbeddedServer": "server",
     # evaluation and provenance
     "evaluate": "evaluation",
+    "cross_validate": "crossval",
     "provenance": "runinfo",
 }
 _SUBMODULES = {  # every module, importable lazily as lrlib.<name>
@@ -63,6 +64,7 @@ _SUBMODULES = {  # every module, importable lazily as lrlib.<name>
     "cli",
     "completions",
     "costs",
+    "crossval",
     "data",
     "embeddings",
     "evaluation",
