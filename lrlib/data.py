@@ -29,7 +29,7 @@ DEFAULT_NAME = "observations.jsonl.gz"
 SPLITS = ("train", "validation", "test")
 COLUMNS = [
     "step_id", "episode", "benchmark", "task", "family", "seed", "step", "split", "goal", "url",
-    "axtree_txt", "action", "action_name", "action_bids", "history", "target_lines",
+    "axtree_txt", "action", "action_name", "action_bids", "history", "target_lines", "evidence_lines",
     "user_followups", "last_action_error", "episode_reward", "episode_success",
     "episode_error", "has_summary", "duplicate_steps", "source", "n_lines", "n_chars", "n_tokens",
 ]  # fmt: skip

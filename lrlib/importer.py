@@ -47,6 +47,7 @@ from urllib.parse import urlsplit
 
 from .actions import parse_action
 from .data import COLUMNS, default_path, write_rows
+from .evidence import evidence_groups
 from .traces import Episode, RawStep, find_experiments, read_episode
 
 VALIDATION_FRACTION = 0.3
@@ -249,6 +250,7 @@ def episode_rows(
         history = [a for n, a in sorted(actions.items()) if n < s.step and a]
         row = {"step_id": f"{ep.name}/{s.step}", "goal": goal, **shared}
         row.update(_step_fields(s, history))
+        row["evidence_lines"] = evidence_groups(row["axtree_txt"] or "", row["action"], goal)
         row.update(user_followups=ep.followups(s), duplicate_steps=[])
         rows.append(first.setdefault(key, row))
     return rows

@@ -20,6 +20,16 @@ the bid visible but drops the name and state the agent needs to choose that elem
 does not count as covering; ``covered_visible`` is the looser reading where a visible bid
 suffices, reported alongside.
 
+**Evidence coverage** asks whether the reduction also kept what the action needs besides
+its element: the option a ``select_option`` picks, the label line of a filled field, the
+page text a ``send_msg_to_user`` answer reports, the text that names an unnamed clickable
+(:mod:`lrlib.evidence` defines the lines, as groups of alternatives, from the recorded
+action in ``step.meta["action"]``). A step's evidence status is ``missing`` when its
+target is, ``ok`` when it has at least one evidence group (targets count as groups, so
+steps with a target are included, and answer-only steps join them), ``none`` otherwise.
+An ``ok`` step is *evidence-covered* when every group keeps at least one line verbatim;
+on steps with a target, evidence coverage is therefore at most target coverage.
+
 >>> from lrlib.step import Step
 >>> s = Step(goal="g", tree="RootWebArea 'r'\\n\\t[7] button 'Go'", target_bids=("7",))
 >>> target_status(s), covers(s, kept=[1]), covers(s, kept=[1, 2])
@@ -34,6 +44,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .axtree import split_lines
+from .evidence import evidence_groups
 from .step import Step
 
 STATUSES = ("ok", "none", "missing")
@@ -74,6 +85,37 @@ def covers(
         return None
     shown = set(kept) | (set(stubs) if count_stubs else set())
     return all(n in shown for n in step.target_lines)
+
+
+def evidence_status(step: Step) -> tuple[str, list[list[int]]]:
+    """``(status, groups)``: ``ok``/``none``/``missing`` (module doc) and the evidence groups.
+
+    >>> s = Step(goal="g", tree="[1] combobox 'Size'\\n\\t[2] option 'S'\\n\\t[3] option 'M'",
+    ...          target_bids=("1",), meta={"action": "select_option('1', 'M')"})
+    >>> evidence_status(s)
+    ('ok', [[1], [3]])
+    """
+    if target_status(step) == "missing":
+        return "missing", []
+    groups = evidence_groups(step.axtree, (step.meta or {}).get("action"), step.goal)
+    if not groups and step.target_lines:  # no recorded action text: the targets alone
+        groups = [[n] for n in step.target_lines]
+    return ("ok" if groups else "none"), groups
+
+
+def covers_evidence(step: Step, kept: Iterable[int]) -> bool | None:
+    """True when every evidence group keeps a line verbatim; None without evidence.
+
+    >>> s = Step(goal="g", tree="[1] combobox 'Size'\\n\\t[2] option 'S'\\n\\t[3] option 'M'",
+    ...          target_bids=("1",), meta={"action": "select_option('1', 'M')"})
+    >>> covers_evidence(s, [1, 2]), covers_evidence(s, [1, 3])
+    (False, True)
+    """
+    status, groups = evidence_status(step)
+    if status != "ok":
+        return None
+    shown = set(kept)
+    return all(any(n in shown for n in g) for g in groups)
 
 
 def step_metrics(
@@ -117,11 +159,21 @@ def step_metrics(
         "covered": covers(step, kept, stubs),
         "covered_visible": covers(step, kept, stubs, count_stubs=True),
     }
+    ev_status, groups = evidence_status(step)
+    shown = set(kept)
+    row["evidence_status"] = ev_status
+    row["n_evidence"] = len(groups)
+    row["evidence_covered"] = (
+        all(any(n in shown for n in g) for g in groups) if ev_status == "ok" else None
+    )
     return row
 
 
-def coverage(frame, column: str = "covered", successful_only: bool = False) -> dict[str, Any]:
-    """Target coverage over the rows of ``frame`` (an evaluation frame, one reducer).
+def coverage(
+    frame, column: str = "covered", successful_only: bool = False, status: str = "target_status"
+) -> dict[str, Any]:
+    """Target coverage over the rows of ``frame`` (an evaluation frame, one reducer);
+    evidence coverage with ``column="evidence_covered", status="evidence_status"``.
 
     Returns ``{"coverage", "n", "n_none", "n_missing"}``: the share of ``ok`` steps covered,
     how many ``ok`` steps it is over, and how many were excluded and why.
@@ -135,7 +187,7 @@ def coverage(frame, column: str = "covered", successful_only: bool = False) -> d
     """
     if successful_only:
         frame = frame[frame["episode_success"].fillna(False).astype(bool)]
-    status = frame["target_status"]
+    status = frame[status]
     ok = frame[status == "ok"]
     n = len(ok)
     share = float(ok[column].astype(bool).mean()) if n else float("nan")
@@ -147,9 +199,17 @@ def coverage(frame, column: str = "covered", successful_only: bool = False) -> d
     }
 
 
+def _evidence_summary(group) -> dict[str, Any]:
+    if "evidence_status" not in group:
+        return {"evidence_coverage": float("nan"), "n_evidence": 0}
+    ev = coverage(group, "evidence_covered", status="evidence_status")
+    return {"evidence_coverage": ev["coverage"], "n_evidence": ev["n"]}
+
+
 def summarize(frame, by: str | list[str] = "reducer"):
     """One row per reducer: reduction (median, mean; tokens, chars, lines), coverage (all
-    steps, successful episodes, visible-bid reading), latency (median, p95, ms).
+    steps, successful episodes, visible-bid reading), evidence coverage (and its n),
+    latency (median, p95, ms). Point estimates; intervals: :func:`lrlib.intervals.summary`.
 
     >>> import pandas as pd
     >>> f = pd.DataFrame({"reducer": ["a", "a"], "reduction": [0.2, 0.6],
@@ -191,6 +251,7 @@ def summarize(frame, by: str | list[str] = "reducer"):
                 "coverage_success": succ["coverage"],
                 "n_target_success": succ["n"],
                 "coverage_visible": coverage(group, "covered_visible")["coverage"],
+                **_evidence_summary(group),
                 "n_none": cov["n_none"],
                 "n_missing": cov["n_missing"],
                 "median_latency_ms": float(lat.median()),

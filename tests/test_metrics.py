@@ -113,3 +113,122 @@ def test_a_reducer_result_measures_consistently(real_trees):
     assert m["reduction"] == pytest.approx(r.reduction)
     assert m["tokens_after"] == count_tokens(r.text) <= 500
     assert m["lines_after"] == len(r.kept) and m["covered"] is None
+
+
+# ---- evidence coverage -------------------------------------------------------------------
+
+FORM = (
+    "RootWebArea 'Order'\n"  # 1
+    "\t[10] row ''\n"  # 2
+    "\t\t[11] cell 'When do you need it ?'\n"  # 3
+    "\t\t\t[12] LabelText ''\n"  # 4
+    "\t\t\t\t[13] heading 'When do you need it ?'\n"  # 5
+    "\t\t\t[14] textbox 'When do you need it ?', focused\n"  # 6
+    "\t[20] row ''\n"  # 7
+    "\t\t[21] cell 'Quantity'\n"  # 8
+    "\t\t\t[22] StaticText 'Quantity'\n"  # 9
+    "\t\t\t[23] combobox '' value='1', hasPopup='menu'\n"  # 10
+    "\t\t\t\t[24] option '1', selected=True\n"  # 11
+    "\t\t\t\t[25] option '2', selected=False\n"  # 12
+    "\t[30] button ''\n"  # 13
+    "\t\tStaticText '\\uf13e'\n"  # 14 (an icon glyph: not a name)
+    "\t\tStaticText 'Save draft'\n"  # 15
+    "\tStaticText 'Total: 2 items'\n"  # 16
+    "\t[40] cell '$65.32'\n"  # 17
+    "\t\tStaticText '$65.32'"  # 18
+)
+
+
+def _ev(action: str, goal: str = "Order it", tree: str = FORM) -> list[list[int]]:
+    from lrlib.metrics import evidence_status
+
+    bids = tuple(b for b in ("14", "23", "30", "99") if f"'{b}'" in action)
+    return evidence_status(Step(goal, tree, target_bids=bids, meta={"action": action}))
+
+
+def test_evidence_of_each_action_kind_by_hand():
+    # fill: the target and its label: the lines before it, in its row, named like the field
+    # (the cell and the heading: either one shows the label)
+    assert _ev("fill('14', 'next week')") == ("ok", [[6], [3, 5]])
+    # select_option on an unnamed combobox: its option, and the nearest label line before it
+    assert _ev("select_option('23', '2')") == ("ok", [[10], [12], [9]])
+    assert _ev("select_option('23', ['1', '2'])") == ("ok", [[10], [11], [12], [9]])
+    # click on an unnamed button: the first child line with text (icon glyphs skipped)
+    assert _ev("click('30')") == ("ok", [[13], [15]])
+    # an answer: the lines naming what it reports; restated goal text does not count
+    assert _ev("send_msg_to_user('The total cost is $65.32.')") == ("ok", [[17, 18]])
+    assert _ev("send_msg_to_user('It is $65.32', )", goal="Is it $65.32?") == ("none", [])
+    # no element and no reported text: nothing to need; a bid not in the tree: missing
+    assert _ev("scroll(0, 200)") == ("none", [])
+    assert _ev("click('99')") == ("missing", [])
+
+
+def test_evidence_coverage_needs_one_line_of_every_group():
+    step = Step("Order it", FORM, target_bids=("23",), meta={"action": "select_option('23', '2')"})
+    keep_target_only = step_metrics(step, "", kept=[10])
+    assert keep_target_only["covered"] is True and keep_target_only["evidence_covered"] is False
+    full = step_metrics(step, "", kept=[9, 10, 12])
+    assert full["evidence_covered"] is True and full["n_evidence"] == 3
+    # a stub of the option line shows its bid, not its name: not evidence
+    stubbed = step_metrics(step, "", kept=[9, 10], stubs=[12])
+    assert stubbed["evidence_covered"] is False
+    answer = Step("g", FORM, meta={"action": "send_msg_to_user('It costs $65.32')"})
+    m = step_metrics(answer, "", kept=[18])  # either of the two lines carries the value
+    assert (m["target_status"], m["covered"], m["evidence_status"]) == ("none", None, "ok")
+    assert m["evidence_covered"] is True
+
+
+def test_summarize_reports_evidence_coverage():
+    f = pd.DataFrame(
+        {
+            "reducer": ["a"] * 3, "reduction": [0.5] * 3, "reduction_chars": [0.5] * 3,
+            "reduction_lines": [0.5] * 3, "target_status": ["ok", "ok", "none"],
+            "covered": [True, True, None], "covered_visible": [True, True, None],
+            "evidence_status": ["ok", "ok", "ok"], "evidence_covered": [True, False, True],
+            "latency_s": [0.001] * 3,
+        }
+    )  # fmt: skip
+    s = summarize(f).iloc[0]
+    assert (s["coverage"], s["n_target"]) == (1.0, 2)
+    assert s["evidence_coverage"] == pytest.approx(2 / 3) and s["n_evidence"] == 3
+
+
+@pytest.fixture(scope="module")
+def real_steps():
+    from lrlib import data
+
+    return data.load_steps()
+
+
+def test_evidence_on_real_steps(real_steps):
+    from lrlib.axtree import parse
+    from lrlib.evidence import line_name
+    from lrlib.metrics import evidence_status
+
+    kinds: dict[str, int] = {}
+    for s in real_steps:
+        status, groups = evidence_status(s)
+        # the shipped dataset stores the same groups (the importer uses lrlib.evidence)
+        assert groups == (s.meta["evidence_lines"] if status != "missing" else [])
+        if status == "ok" and s.target_lines:
+            assert [[n] for n in s.target_lines] == groups[: len(s.target_lines)]
+        action = s.meta["action"] or ""
+        tree = parse(s.tree)
+        if action.startswith("select_option") and status == "ok":
+            extra = [g for g in groups[1:] if tree.roles[g[0] - 1] == "option"]
+            for g in extra:  # every option group names the chosen value
+                assert all(line_name(tree.texts[n - 1]) in action.casefold() for n in g)
+            kinds["option"] = kinds.get("option", 0) + bool(extra)
+        if action.startswith("fill") and len(groups) > 1:
+            field = line_name(tree.texts[groups[0][0] - 1])
+            label = line_name(tree.texts[groups[1][0] - 1])
+            assert not field or label == field  # a named field's label repeats its name
+            assert groups[1][0] < groups[0][0]  # labels come before the field
+            kinds["label"] = kinds.get("label", 0) + 1
+        if action.startswith("send_msg_to_user") and groups:
+            for g in groups:
+                assert all(line_name(tree.texts[n - 1]) in action.casefold() for n in g)
+            kinds["answer"] = kinds.get("answer", 0) + 1
+    # the recorded data exercises every rule: most select_option steps find their option,
+    # most fills their label, most answers the page text they report
+    assert kinds["option"] >= 50 and kinds["label"] >= 15 and kinds["answer"] >= 10, kinds
