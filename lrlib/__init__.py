@@ -68,6 +68,7 @@ _SUBMODULES = {  # every module, importable lazily as lrlib.<name>
     "data",
     "embeddings",
     "evaluation",
+    "evidence",
     "explore",
     "figures",
     "importer",
