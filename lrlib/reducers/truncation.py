@@ -2,13 +2,19 @@
 
 - ``truncate``: the longest prefix of whole lines whose tokens fit ``budget`` (exact; a
   budget below the first line keeps nothing, a budget above the tree keeps everything).
-- ``truncate-agentlab``: the loop of AgentLab's GenericAgent, re-described here. The agent
-  measures its *whole prompt* (instructions, goal, history, tree) in tokens; while it is
-  over ``max_prompt_tokens`` it calls a shrink round, up to ``max_rounds`` times. The tree
-  ignores the first ``patience`` rounds (AgentLab spends them shrinking other prompt
-  parts; here those parts are fixed, so those rounds change nothing); every later round
-  drops the bottom ``cut`` share of the tree's *remaining* lines and appends a note saying
-  how many lines are gone. When the rounds run out the prompt is left over budget.
+- ``truncate-agentlab``: exactly what AgentLab's GenericAgent does (``fit_tokens`` with a
+  ``Trunkater`` prompt element, ``dynamic_prompting.py``; checked against that code by
+  ``tests/test_peer_truncation.py``). The instructions are an additional prompt of
+  ``overhead_tokens`` tokens, so the budget left is ``max_prompt_tokens - overhead - 1``.
+  The agent measures its prompt (goal, history, observation block) up to ``max_rounds``
+  times; after each measurement over budget it calls a shrink. The block ignores the first
+  ``patience`` shrinks; each later one keeps ``int(len(lines) * (1 - cut))`` of the
+  block's *current* lines - header lines and the previous notice included - and appends
+  ``... Deleted N lines to reduce prompt size.`` (N counts every line removed so far, old
+  notices included). The last shrink is never measured: when the rounds run out, the
+  result is the last measured block, over budget (``extra["prompt_fits"]`` False).
+  ``element="tree"`` shrinks the tree text alone; ``element="axtree"`` shrinks
+  GenericAgent's ``AXTree`` element, whose four header lines count in the 30%.
 
 >>> tree = "\\n".join(f"[{i}] link 'page {i}'" for i in range(100))
 >>> r = Truncate(budget=50).reduce(Step(goal="g", tree=tree))
@@ -18,11 +24,20 @@ True
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from itertools import accumulate
+
 from ..step import Step
 from ..tokens import count_tokens, get_encoding, truncate_bottom
 from .base import Output, Reducer, register_reducer
 
-DELETED_NOTE = "... {n} lines deleted to fit the prompt ..."
+DELETED_NOTE = "... Deleted {n} lines to reduce prompt size."  # AgentLab's Trunkater notice
+# GenericAgent's AXTree prompt element (visible-only, coordinates and visible-tag notes off)
+AXTREE_HEAD = (
+    "\n## AXTree:\nNote: [bid] is the unique alpha-numeric identifier at the beginning of lines"
+    " for each element in the AXTree. Always use bid to refer to elements in your actions.\n\n"
+)
+ELEMENTS = {"tree": ("", ""), "axtree": (AXTREE_HEAD, "\n")}
 # a stand-in for the agent's fixed instructions (role, action space, answer format); its
 # length is the knob ``overhead_tokens``, this text only pads the prompt to that length
 _FILLER = "Follow the instructions and answer with one action. "
@@ -49,13 +64,13 @@ class Truncate(Reducer):
 
 @register_reducer("truncate-agentlab")
 class AgentLabTruncate(Reducer):
-    """GenericAgent-style shrinking: whole prompt measured, trees cut by a share per round.
+    """AgentLab's ``fit_tokens`` + ``Trunkater``, reproduced exactly (see the module doc).
 
-    >>> tree = "\\n".join(f"[{i}] link 'page {i}'" for i in range(100))
-    >>> r = AgentLabTruncate(max_prompt_tokens=400, overhead_tokens=0)
+    >>> tree = "\\n".join(f"[{i}] link 'page {i}'" for i in range(1000))
+    >>> r = AgentLabTruncate(max_prompt_tokens=270, overhead_tokens=0)
     >>> out = r.select(Step(goal="g", tree=tree))
-    >>> len(out.kept), out.extra["rounds"], out.text.endswith("lines deleted to fit the prompt ...")
-    (34, 13, True)
+    >>> len(out.kept), out.extra["prompt_fits"], out.text.splitlines()[-1]
+    (41, False, '... Deleted 967 lines to reduce prompt size.')
     """
 
     name = "truncate-agentlab"
@@ -67,50 +82,71 @@ class AgentLabTruncate(Reducer):
         cut: float = 0.3,
         patience: int = 10,
         max_rounds: int = 20,
+        element: str = "tree",
         **kwargs,
     ) -> None:
         if not 0 < cut < 1 or max_prompt_tokens < 0 or overhead_tokens < 0:
             raise ValueError("need 0 < cut < 1, max_prompt_tokens >= 0, overhead_tokens >= 0")
+        if element not in ELEMENTS:
+            raise ValueError(f"unknown element {element!r}; valid: {', '.join(ELEMENTS)}")
         self.max_prompt_tokens, self.overhead_tokens = max_prompt_tokens, overhead_tokens
         self.cut, self.patience, self.max_rounds = cut, patience, max_rounds
+        self.element = element
         self._filler: str | None = None
-        super().__init__(
-            max_prompt_tokens=max_prompt_tokens,
-            overhead_tokens=overhead_tokens,
-            cut=cut,
-            patience=patience,
-            max_rounds=max_rounds,
-            **kwargs,
-        )
+        params = dict(max_prompt_tokens=max_prompt_tokens, overhead_tokens=overhead_tokens)
+        params.update(cut=cut, patience=patience, max_rounds=max_rounds)
+        if element != "tree":
+            params["element"] = element
+        super().__init__(**params, **kwargs)
 
-    def _instructions(self) -> str:
+    def instructions(self) -> str:
+        """The stand-in for the agent's instructions: ``overhead_tokens`` tokens of text."""
         if self._filler is None:
             enc = get_encoding(self.encoding)
             reps = self.overhead_tokens // 4 + 1  # the filler is more than 4 tokens long
             self._filler = enc.decode(enc.encode_ordinary(_FILLER * reps)[: self.overhead_tokens])
         return self._filler
 
-    def _prompt(self, step: Step, tree_text: str) -> str:
+    @staticmethod
+    def prompt(step: Step, block: str) -> str:
+        """The shrinkable prompt: goal, history and the observation block."""
         past = "\n".join(step.history) or "(none)"
-        return (
-            f"{self._instructions()}\n# Goal\n{step.goal}\n# History\n{past}\n"
-            f"# Observation\n{tree_text}\n"
-        )
+        return f"# Goal\n{step.goal}\n# History\n{past}\n# Observation\n{block}\n"
 
     def select(self, step: Step) -> Output:
-        lines = list(step.axtree.texts)
-        keep, deleted, rounds = len(lines), 0, 0
-        text = "\n".join(lines)
-        size = count_tokens(self._prompt(step, text), self.encoding)
-        while rounds < self.max_rounds and size > self.max_prompt_tokens:
-            if rounds >= self.patience:
-                new_keep = int(keep * (1 - self.cut))
-                deleted += keep - new_keep
-                keep = new_keep
-                text = "\n".join([*lines[:keep], DELETED_NOTE.format(n=deleted)])
-                size = count_tokens(self._prompt(step, text), self.encoding)
-            rounds += 1  # an idle round re-measures the same prompt: its size is known
-        fits = size <= self.max_prompt_tokens
-        return Output(
-            text=text, kept=list(range(1, keep + 1)), extra={"rounds": rounds, "prompt_fits": fits}
-        )
+        head, tail = ELEMENTS[self.element]
+        tree = step.axtree
+        block = head + tree.text + tail
+        lines = block.splitlines()
+        n_head = len(head.splitlines())
+        # lines of the block each tree line spans (several if it holds e.g. "\x0c" or "\u2028")
+        ends = list(accumulate(len(t.splitlines()) or 1 for t in tree.texts))
+        budget = self.max_prompt_tokens - count_tokens(self.instructions(), self.encoding) - 1
+        content, m = lines, len(lines)  # the block's lines; its first m are original lines
+        deleted, shrinks, fits, size = 0, 0, False, 0
+        for measure in range(self.max_rounds):
+            size = count_tokens(self.prompt(step, block), self.encoding)
+            if size <= budget:
+                fits = True
+                break
+            if measure == self.max_rounds - 1:
+                shrinks += 1  # AgentLab shrinks once more, then returns the block it measured
+                break
+            if shrinks >= self.patience:
+                # the block re-split: the notice is a line, and an emptied block is one "" line
+                now = [*(content or [""]), DELETED_NOTE.format(n=deleted)] if deleted else content
+                new = int(len(now) * (1 - self.cut))
+                deleted += len(now) - new
+                content, m = now[:new], min(m, new)
+                block = "\n".join([*content, DELETED_NOTE.format(n=deleted)])
+                if not content:
+                    block = "\n" + block
+            shrinks += 1
+        n_kept = bisect_right(ends, m - n_head) if m > n_head else 0
+        if deleted:  # the observation: the block's lines after the header (or the notice)
+            shown = [*(content or [""]), DELETED_NOTE.format(n=deleted)]
+            text = "\n".join(shown[n_head:] if len(shown) > n_head else shown[-1:])
+        else:
+            text = tree.text
+        extra = {"rounds": shrinks, "prompt_fits": fits, "prompt_tokens": size}
+        return Output(text=text, kept=list(range(1, n_kept + 1)), extra=extra)
