@@ -134,7 +134,11 @@ def seed(db: sqlite3.Connection, pack: Path, model: str) -> None:
 def add_arguments(parser: Any) -> None:
     """Arguments of ``lrlib embeddings``."""
     parser.add_argument("--reducer", default="embedding", help="embedding reducer spec")
-    parser.add_argument("--split", default="validation", help="steps of this split (or 'all')")
+    parser.add_argument(
+        "--split", default="validation,test",
+        help="steps of these splits, comma-separated (or 'all'); the attacked steps are drawn "
+        "from the first one",
+    )  # fmt: skip
     parser.add_argument(
         "--inject", default="15", metavar="N,...",
         help="also the attacked steps of `lrlib inject --split SPLIT --steps N` (seed 0) for "
@@ -151,8 +155,10 @@ def run(args: Any) -> int:
     from . import data, inject, replay
     from .evaluation import resolve
 
-    steps = data.load_steps(split=None if args.split == "all" else args.split)
-    clean = list(steps)
+    names = [v.strip() for v in args.split.split(",") if v.strip()] or ["all"]
+    per_split = [data.load_steps(split=None if v == "all" else v) for v in names]
+    steps = [s for group in per_split for s in group]
+    clean = list(per_split[0])
     for n in filter(None, (v.strip() for v in args.inject.split(","))):
         chosen = inject.build_set(clean, n=None if n == "all" else int(n), per_step=2, seed=0)
         steps += [it.step for it in chosen]
