@@ -7,8 +7,18 @@ and in order):
   ``... N lines pruned ...`` indented like the line that follows it.
 - ``structure``: the paper's structure-preserving filter: every kept line also keeps its
   ancestors, rendered as ``[bid] role`` only, so the hierarchy stays readable.
-- ``bid`` / ``bid+role``: the reference implementation's placeholders: every dropped line
-  with a bid stays as an indented ``[bid]`` (or ``[bid] role``) stub; lines without a bid go.
+- ``bid`` / ``bid+role``: lrlib's placeholders, *modelled on* AgentLab's (not identical):
+  every dropped line with a bid stays as an indented ``[bid]`` (or ``[bid] role``) stub;
+  dropped lines without a bid go (and become markers).
+
+AgentLab's own outputs (FocusAgent, ``LlmRetrieverUtils``; identical, checked against its
+code by ``tests/test_peer_pruning.py``), on lrlib's lines:
+
+- ``remove-agentlab``: each dropped run becomes ``... pruned N lines ...``, not indented.
+- ``bid-agentlab``: *every* dropped line becomes its indentation, its first word and
+  `` ... removed ...`` (``[12] ... removed ...``, ``StaticText ... removed ...``).
+- ``bid+role-agentlab``: a dropped line with ``[`` or ``]`` anywhere keeps its first two
+  words and `` ... removed ...``; one without keeps only its first word.
 
 >>> from lrlib.axtree import parse
 >>> from lrlib.ranges import Selection
@@ -26,9 +36,15 @@ from typing import Literal
 from .axtree import AxTree, parse
 from .ranges import Selection
 
-Strategy = Literal["remove", "structure", "bid", "bid+role"]
-STRATEGIES: tuple[str, ...] = ("remove", "structure", "bid", "bid+role")
+Strategy = Literal[
+    "remove", "structure", "bid", "bid+role", "remove-agentlab", "bid-agentlab", "bid+role-agentlab"
+]
+STRATEGIES: tuple[str, ...] = (
+    "remove", "structure", "bid", "bid+role", "remove-agentlab", "bid-agentlab", "bid+role-agentlab",
+)  # fmt: skip
 MARKER = "... {n} lines pruned ..."
+AGENTLAB_MARKER = "... pruned {n} lines ..."
+AGENTLAB_REMOVED = " ... removed ..."
 
 
 @dataclass(frozen=True)
@@ -64,6 +80,10 @@ def prune(
         selection = Selection.from_ranges(selection.ranges, n, selection.truncated)
     if strategy == "remove":
         return _remove(tree, selection, markers)
+    if strategy == "remove-agentlab":
+        return _remove(tree, selection, markers, agentlab=True)
+    if strategy in ("bid-agentlab", "bid+role-agentlab"):
+        return _agentlab_placeholders(tree, selection, strategy)
     if strategy in ("structure", "bid", "bid+role"):
         return _with_stubs(tree, selection, strategy, markers)
     raise ValueError(f"unknown strategy {strategy!r}; valid: {', '.join(STRATEGIES)}")
@@ -74,20 +94,49 @@ def _marker(tree: AxTree, follower: int, count: int) -> str:
     return tree.texts[follower][: tree.indents[follower]] + MARKER.format(n=count)
 
 
-def _remove(tree: AxTree, selection: Selection, markers: bool) -> Pruned:
+def _remove(tree: AxTree, selection: Selection, markers: bool, agentlab: bool = False) -> Pruned:
     texts, out, kept = tree.texts, [], []
     next_line, n_markers = 1, 0  # first line not yet emitted or dropped
+
+    def marker(follower: int, count: int) -> str:
+        return AGENTLAB_MARKER.format(n=count) if agentlab else _marker(tree, follower, count)
+
     for a, b in selection.ranges:
         if markers and a > next_line:
-            out.append(_marker(tree, a - 1, a - next_line))
+            out.append(marker(a - 1, a - next_line))
             n_markers += 1
         out.extend(texts[a - 1 : b])
         kept.extend(range(a, b + 1))
         next_line = b + 1
     if markers and next_line <= len(texts):
-        out.append(_marker(tree, next_line - 1, len(texts) - next_line + 1))
+        out.append(marker(next_line - 1, len(texts) - next_line + 1))
         n_markers += 1
-    return Pruned("\n".join(out), out, kept, [], n_markers, "remove")
+    name = "remove-agentlab" if agentlab else "remove"
+    return Pruned("\n".join(out), out, kept, [], n_markers, name)
+
+
+def _agentlab_placeholders(tree: AxTree, selection: Selection, strategy: str) -> Pruned:
+    """AgentLab's ``remove_lines_keep_structure`` on lrlib's lines (no markers)."""
+    state = bytearray(len(tree))
+    for a, b in selection.ranges:
+        state[a - 1 : b] = b"\x01" * (b - a + 1)
+    with_role = strategy == "bid+role-agentlab"
+    out, kept, stubs = [], [], []
+    for i, line in enumerate(tree.texts):
+        if state[i]:
+            out.append(line)
+            kept.append(i + 1)
+            continue
+        words = line.split()  # str.split and str.lstrip, as AgentLab: any Unicode blank
+        indent = line[: len(line) - len(line.lstrip())]
+        if not with_role:
+            out.append(indent + words[0] + AGENTLAB_REMOVED)
+        elif "[" not in line and "]" not in line:
+            out.append(indent + words[0])
+        else:
+            out.append(indent + " ".join(words[:2]) + AGENTLAB_REMOVED)
+        stubs.append(i + 1)
+    return Pruned("\n".join(out), out, kept, stubs, 0, strategy)
 
 
 def _with_stubs(tree: AxTree, selection: Selection, strategy: str, markers: bool) -> Pruned:
