@@ -23,19 +23,27 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from .echo import TAG as _TAG
+from .echo import PageEcho, normalise, page_echo
+
 AnswerMode = Literal["tags", "json"]
+Page = str | Sequence[str] | None  # what the model was shown: one text or several renderings
 
 # possessive quantifiers (``*+``, ``++``) and the look-behind keep every pattern linear: no
 # backtracking into a run of spaces or digits, no match starting inside a number
-_TAG = re.compile(r"<\s*+(/?)\s*+(think|answer)\s*+>", re.IGNORECASE)
 _NUM = r"(-?\d++)"
 _PAIR = re.compile(r"[(\[]\s*+" + _NUM + r"\s*+[,;:]\s*+" + _NUM + r"\s*+[)\]]")
 _SPAN = re.compile(r"(?<!\d)" + _NUM + r"\s*+(?:-|–|—|\.\.\.?|\bto\b|:)\s*+" + _NUM)
 _SINGLE = re.compile(r"-?\d+")
+# a number written as an expression or a non-integer: 10**18, 2^10, 1e9, 1_000, 2.5, 0x1f
+_EXPR = re.compile(
+    r"(?<![\d.])\d++(?:\s*+(?:\*\*?|\^|/|\+)\s*+\d++|[eE][+-]?\d++|(?:_\d++)++|\.\d++)"
+    r"|\b0[xXbBoO][0-9a-fA-F]++"
+)
 _HUGE = 10**18  # numbers longer than 18 digits are treated as "beyond any tree"
 _ECHOED = "no <answer> block other than copies of the page's"
 # the start of a think/answer tag cut off by the end of the output ("</ans", "<answer  ")
@@ -46,7 +54,11 @@ _PARTIAL_TAG = re.compile(
 
 class AnswerParseError(ValueError):
     """No line selection could be read from an answer. ``reason`` is a short code:
-    ``empty``, ``no_answer``, ``no_ranges``, ``out_of_range``, ``bad_json``, ``bad_schema``."""
+    ``empty``, ``no_answer``, ``no_ranges``, ``out_of_range``, ``bad_json``, ``bad_schema``,
+    ``expression`` (a number written as ``10**18``, ``1e9``...)."""
+
+    REASONS = ("empty", "no_answer", "no_ranges", "out_of_range", "bad_json", "bad_schema",
+               "expression")  # fmt: skip
 
     def __init__(self, reason: str, detail: str) -> None:
         super().__init__(f"{reason}: {detail}")
@@ -138,25 +150,33 @@ def _int(token: str) -> int:
     return int(token)
 
 
-def answer_block(text: str, page: str | None = None) -> tuple[str, bool]:
+def answer_block(text: str, page: Page = None) -> tuple[str, bool]:
     """The body of the last ``<answer>`` block outside ``<think>``, and whether it was cut off.
 
     Only what follows the last ``</think>`` can be the answer: a ``</think>`` after an answer
     block means the model was still thinking, so the block (and the earlier ``</think>``)
-    were page text it echoed. With ``page``, blocks whose body (whitespace aside) is, or a
-    cut-off start of, an ``<answer>`` body written in the page are skipped.
+    were page text it echoed. With ``page`` (the text the model was shown, or several
+    renderings of it), tags copied from the page are not tags (:mod:`lrlib.echo`): they
+    neither open nor close anything, and a block closed by a copied ``</answer>`` or whose
+    body is a page's answer body (or, cut off, the start of one) is discarded.
 
     >>> answer_block("<think><answer>9</answer></think><answer> 1-3 </answer>")
     (' 1-3 ', False)
     >>> answer_block("<think>it says </think><answer>9</answer>, odd</think><answer>2</answer>")
     ('2', False)
     """
-    planted = _page_answers(page) if page else set()
+    echo = page_echo(page)
+    planted = echo.answers if echo else set()
     in_think, echoed = False, False
     answer_start = -1  # start of the body of the currently open answer block
     last: tuple[str, bool] | None = None
-    for m in _TAG.finditer(text):
+    for m, copied in _tags(text, echo):
         closing, tag = m.group(1) == "/", m.group(2).lower()
+        if copied:
+            if tag == "answer" and closing and answer_start >= 0 and not in_think:
+                answer_start, echoed = -1, True  # a copy's end: the block was a copy
+            echoed = True
+            continue
         if tag == "think":
             if closing:  # whatever came before was thinking
                 in_think, last, answer_start = False, None, -1
@@ -167,14 +187,14 @@ def answer_block(text: str, page: str | None = None) -> tuple[str, bool]:
                 answer_start = m.end()
             elif answer_start >= 0:
                 body = text[answer_start : m.start()]
-                if planted and _squash(body) in planted:
+                if planted and normalise(body) in planted:
                     echoed = True
                 else:
                     last = (body, False)
                 answer_start = -1
     if answer_start >= 0:  # output ended inside an answer block
         body = text[answer_start:]
-        cuts = {_squash(body), _squash(_PARTIAL_TAG.sub("", body))}  # maybe cut inside a tag
+        cuts = {normalise(body), normalise(_PARTIAL_TAG.sub("", body))}  # maybe cut in a tag
         if not any(p.startswith(c) for p in planted for c in cuts):
             return body, True
         echoed = True
@@ -186,18 +206,11 @@ def answer_block(text: str, page: str | None = None) -> tuple[str, bool]:
     return last
 
 
-def _squash(text: str) -> str:
-    return "".join(text.split())
-
-
-def _page_answers(page: str) -> set[str]:
-    """What a model copying the page could take for an answer body: the text after each
-    ``<answer>`` of the page up to its next answer tag (or the end), whitespace removed."""
-    tags = [m for m in _TAG.finditer(page) if m.group(2).lower() == "answer"]
-    ends = [m.start() for m in tags[1:]] + [len(page)] * bool(tags)
-    return {
-        _squash(page[m.end() : end]) for m, end in zip(tags, ends, strict=True) if m.group(1) != "/"
-    }
+def _tags(text: str, echo: PageEcho | None) -> list[tuple[re.Match, bool]]:
+    """Every think/answer tag of ``text`` and whether it was copied from the page."""
+    if echo is None or not echo.has_tags:
+        return [(m, False) for m in _TAG.finditer(text)]
+    return [(m, echo.copied(text, m)) for m in _TAG.finditer(text)]
 
 
 def ranges_in(body: str) -> list[tuple[int, int]]:
@@ -222,20 +235,32 @@ def ranges_in(body: str) -> list[tuple[int, int]]:
     return list(found)
 
 
-def _json_ranges(text: str) -> list[tuple[int, int]]:
+class _Float(str):
+    """A JSON number with a fraction or an exponent (``1e9``, ``2.0``): not a line number."""
+
+
+def _json_ranges(text: str, echo: PageEcho | None) -> list[tuple[int, int]]:
+    """The ranges of the model's JSON answer in ``text``: the whole text when it is one
+    object, else the last ``{"ranges": ...}`` object not copied from the page."""
     stripped = text.strip()
     if stripped.startswith("```"):
         stripped = stripped.strip("`").removeprefix("json").strip()
     try:
-        obj = json.loads(stripped, parse_int=_int)  # _int: no int() of a 5,000-digit number
-    except (ValueError, RecursionError):
-        obj = _last_json_object(stripped)
+        obj = json.loads(stripped, parse_int=_int, parse_float=_Float)  # _int: no int() of
+    except (ValueError, RecursionError):  # a 5,000-digit number
+        obj = _last_json_object(stripped, echo)
+    else:
+        if echo is not None and echo.has_json and echo.copied_text(stripped):
+            raise AnswerParseError("no_answer", f"{_ECHOED} (a copied JSON object)")
     if not isinstance(obj, dict) or not isinstance(obj.get("ranges"), list):
         raise AnswerParseError("bad_schema", 'expected an object {"ranges": [[start, end], ...]}')
     out = []
     for item in obj["ranges"]:
         if isinstance(item, bool):
             continue
+        values = item if isinstance(item, list) else [item]
+        if any(isinstance(v, _Float) for v in values):
+            raise AnswerParseError("expression", f"a line number written as {values}")
         if isinstance(item, int):
             out.append((_clip(item), _clip(item)))
         elif (
@@ -251,46 +276,79 @@ def _clip(v: int) -> int:
     return max(-_HUGE, min(_HUGE, v))
 
 
-def _last_json_object(text: str) -> object:
-    decoder = json.JSONDecoder(parse_int=_int)
-    start = text.rfind('{"ranges"')
-    if start < 0:
-        start = text.rfind("{")
-    if start < 0:
+_MAX_OBJECTS = 64  # candidate objects tried from the end of the output
+
+
+def _last_json_object(text: str, echo: PageEcho | None) -> object:
+    """The last ``{"ranges"...}`` object of ``text`` that is not a copy of page text (or,
+    with none, the object at the last ``{``)."""
+    decoder = json.JSONDecoder(parse_int=_int, parse_float=_Float)
+    starts, end = [], len(text)
+    while len(starts) < _MAX_OBJECTS:
+        at = text.rfind('"ranges"', 0, end)
+        if at < 0:
+            break
+        brace = len(text[:at].rstrip())  # the "{" right before the key, spaces aside
+        if brace > 0 and text[brace - 1] == "{":
+            starts.append(brace - 1)
+        end = at
+    if not starts:
+        brace = text.rfind("{")
+        starts = [brace] if brace >= 0 else []
+    if not starts:
         raise AnswerParseError("bad_json", "no JSON object in the model output")
-    try:
-        return decoder.raw_decode(text, start)[0]
-    except (json.JSONDecodeError, RecursionError, ValueError) as exc:
-        raise AnswerParseError("bad_json", f"unreadable JSON ({exc})") from None
+    copies = 0
+    for start in starts:
+        try:
+            obj, stop = decoder.raw_decode(text, start)
+        except (json.JSONDecodeError, RecursionError, ValueError) as exc:
+            raise AnswerParseError("bad_json", f"unreadable JSON ({exc})") from None
+        if echo is not None and echo.has_json and echo.copied_text(text[start:stop]):
+            copies += 1
+            continue
+        return obj
+    raise AnswerParseError("no_answer", f"{_ECHOED} ({copies} copied JSON objects)")
 
 
 def parse_answer(
-    text: str, n_lines: int, mode: AnswerMode = "tags", page: str | None = None
+    text: str, n_lines: int, mode: AnswerMode = "tags", page: Page = None
 ) -> Selection:
     """Parse a retriever answer into a :class:`Selection` over a tree of ``n_lines`` lines.
 
     Raises :class:`AnswerParseError` (never anything else) when no usable range is found.
-    Pass the observation as ``page`` so that an ``<answer>`` block the page itself contains
-    is never taken for the model's, even when the output was cut off right after copying it.
+    Pass what the model was shown as ``page`` (the tree, its rendered view, or several
+    texts): tags and JSON answers copied from it are never taken for the model's own, in
+    any view, across line breaks and numbering, even when the output was cut off inside the
+    copy. A line number written as an expression (``10**18``, ``1e9``, ``1_000``, ``2.5``)
+    makes the answer unreadable (reason ``expression``) rather than being read digit-wise.
 
     >>> parse_answer("<answer>\\n12\\n3 - 5\\n</answer>", n_lines=20).ranges
     ((3, 5), (12, 12))
+    >>> parse_answer("<answer>[(1, 10**18)]</answer>", n_lines=20)
+    Traceback (most recent call last):
+    lrlib.ranges.AnswerParseError: expression: a line number written as '10**18'
     """
     if not isinstance(text, str) or not text.strip():
         raise AnswerParseError("empty", "the model output is empty")
     if n_lines < 1:
         raise AnswerParseError("out_of_range", "the tree has no lines")
     truncated = False
+    echo = page_echo(page)
     if mode == "json":
         try:
             body, truncated = answer_block(text, page)
         except AnswerParseError as err:
             if err.detail.startswith(_ECHOED):
                 raise
-            body = _strip_think(text)
-        raw = _json_ranges(body)
+            body = _strip_think(text, echo)
+        raw = _json_ranges(body, echo)
     elif mode == "tags":
         body, truncated = answer_block(text, page)
+        expression = _EXPR.search(body)
+        if expression:
+            raise AnswerParseError(
+                "expression", f"a line number written as {expression.group().strip()!r}"
+            )
         raw = ranges_in(body)
     else:
         raise ValueError(f"unknown answer mode {mode!r}; valid: 'tags', 'json'")
@@ -302,11 +360,12 @@ def parse_answer(
     return selection
 
 
-def _strip_think(text: str) -> str:
-    """``text`` without its closed ``<think>`` blocks (and anything after an unclosed one)."""
+def _strip_think(text: str, echo: PageEcho | None = None) -> str:
+    """``text`` without its closed ``<think>`` blocks (and anything after an unclosed one);
+    think tags copied from the page do not count."""
     out, pos, depth_start = [], 0, -1
-    for m in _TAG.finditer(text):
-        if m.group(2).lower() != "think":
+    for m, copied in _tags(text, echo):
+        if copied or m.group(2).lower() != "think":
             continue
         if m.group(1) != "/" and depth_start < 0:
             out.append(text[pos : m.start()])

@@ -109,6 +109,15 @@ LAYOUT_ROLES = frozenset({
 # fmt: on
 PARENT_NAME_CHARS = 80  # a line with children shows this much of its name (children repeat it)
 LEAF_NAME_CHARS = 200  # any other name is cut here
+# what the retriever must not be spared when it sits in the part a cut would hide: the
+# acting model reads the whole line, so a name whose tail holds markup, an address or an
+# instruction to an assistant is shown whole (the retriever sees what the agent will see)
+INSTRUCTION_LIKE = re.compile(
+    r"<\s*+/?\s*+[A-Za-z_|]{2,20}+\s*+>|https?://|\blocalhost\b|\bwww\.|[a-z]\.[a-z]{2,6}:\d{2,5}\b"
+    r"|\b(?:ignore|disregard|instructions?|assistants?|AI|agents?|LLM|password|credentials?"
+    r"|verify|identity|sign[ -]in|log[ -]in|goto|navigate)\b",
+    re.IGNORECASE,
+)
 
 
 @lru_cache(maxsize=200_000)  # steps of one episode share most of their lines
@@ -141,9 +150,16 @@ def _read_line(body: str, bid: str | None, role: str) -> tuple[str | None, str] 
 
 
 def _shorten(literal: str, limit: int) -> str:
-    """A string literal cut to ``limit`` characters of content, marked with ``…``."""
+    """A string literal cut to ``limit`` characters of content, marked with ``…``; whole
+    when the part it would hide is :data:`INSTRUCTION_LIKE`.
+
+    >>> _shorten("'" + "a" * 30 + " then go to localhost:4321'", 20)
+    "'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa then go to localhost:4321'"
+    >>> _shorten("'" + "a" * 30 + " and more'", 20)
+    "'aaaaaaaaaaaaaaaaaaaa…'"
+    """
     body = literal[1:-1]
-    if len(body) <= limit:
+    if len(body) <= limit or INSTRUCTION_LIKE.search(body, max(0, limit - 20)):
         return literal
     cut = body[:limit]
     slash = cut.rfind("\\", max(0, limit - 10))
@@ -177,7 +193,8 @@ def compact_lines(tree: AxTree) -> list[str | None]:
     Per line: one space per depth level instead of tabs; attributes in
     :data:`NOISE_ATTRIBUTES` (``url=...``, ``live``, ``relevant``, ``atomic``...) and empty
     names (``''``) dropped; names cut at :data:`LEAF_NAME_CHARS` characters, or at
-    :data:`PARENT_NAME_CHARS` when the line has children (which repeat the text). Hidden
+    :data:`PARENT_NAME_CHARS` when the line has children (which repeat the text), unless
+    the hidden part is :data:`INSTRUCTION_LIKE` (then the name is shown whole). Hidden
     (``None``): ``StaticText`` lines that are empty, only icon glyphs, or repeat their
     parent's shown name, and nameless, stateless lines of :data:`LAYOUT_ROLES` (rows, cells,
     list items...). Lines it cannot read are kept, re-indented. Line numbers never change.

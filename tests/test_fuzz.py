@@ -27,7 +27,7 @@ from lrlib.tokens import (
     truncate_bottom,
 )
 
-REASONS = {"empty", "no_answer", "no_ranges", "out_of_range", "bad_json", "bad_schema"}
+REASONS = set(AnswerParseError.REASONS)
 # LRLIB_FUZZ_EXAMPLES=10000 for a long campaign; the default keeps the file to ~15 s
 EXAMPLES = int(os.environ.get("LRLIB_FUZZ_EXAMPLES", "300"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lrlib.actions import action_bids
-from lrlib.inject import ATTACKS, EVIL_HOST, MARKS, POSITIONS, build_set, inject, plan
+from lrlib.inject import ATTACKS, EVIL_HOST, LEGACY, MARKS, POSITIONS, build_set, inject, plan
 from lrlib.injection_eval import breakdown, score, score_cached, summarize
 from lrlib.pruning import prune
 from lrlib.ranges import AnswerParseError, parse_answer
@@ -62,7 +62,7 @@ def test_every_attack_at_every_position_keeps_the_tree_valid(steps, attack, posi
 def test_positions_mean_what_they_say(steps):
     ipad = next(s for s in steps if s.step_id == "workarena_ipad")
     target = ipad.target_lines[0]
-    item = inject(ipad, [(a, p) for a, p in zip(ATTACKS, POSITIONS, strict=True)])
+    item = inject(ipad, [(a, p) for a, p in zip(LEGACY, POSITIONS, strict=True)])
     at = {p.position: p for p in item.placements}
     new = item.step.axtree
     assert at["top"].first == 2 and at["top"].depth == 1
@@ -103,7 +103,7 @@ def test_deterministic_and_seeded(steps):
 def test_plan_covers_every_pair_evenly():
     slots = [pair for step in plan(25, per_step=2) for pair in step]
     counts = {pair: slots.count(pair) for pair in set(slots)}
-    assert len(counts) == len(ATTACKS) * len(POSITIONS)
+    assert len(counts) == len(LEGACY) * len(POSITIONS)
     assert set(counts.values()) == {2}
     assert all(len({p for _, p in step}) == 2 for step in plan(25, per_step=2))
     with pytest.raises(ValueError):

@@ -7,10 +7,19 @@ the model's context is asked about in windows that keep the global line numbers
 
 Failure policy (``on_failure``), applied to the whole step and recorded in ``failure``:
 an unreadable answer (``parse:<reason>``), a timeout (``timeout``), a prompt that cannot fit
-(``context``) or a selection of fewer than ``min_lines`` lines (``near_empty``) gives the
-full tree (``"full"``) or its bottom truncation at ``budget`` tokens (``"truncate"``), never
-an empty tree. Other errors (bad key, unknown model, endpoint down after the retries, a cache
-miss when offline) raise: they are set-up problems, not results.
+(``context``) or a selection of fewer than ``min_lines`` lines (``near_empty``) gives
+
+- ``"full"`` (default): the whole tree, attacks included (fails *open*);
+- ``"truncate"``: its first lines within ``budget`` tokens (pop-ups sit at the top: open);
+- ``"closed"``: no page at all, only the :data:`CLOSED_NOTICE` line (fails *closed*);
+- ``"fallback:<reducer>"``: what the named registered reducer keeps (e.g.
+  ``fallback:program``, ``fallback:bm25``): as safe as that reducer.
+
+The policy is in ``params["on_failure"]`` and, on a failure, ``extra["fallback"]``. Other
+errors (bad key, unknown model, endpoint down after the retries, a cache miss when offline)
+raise: they are set-up problems, not results. With ``sanitize=True`` the retriever reads,
+and the reducer returns, the tree with tag-like page text neutralised (:mod:`lrlib.sanitize`);
+the answer is checked against every text the model was shown (:mod:`lrlib.echo`).
 
 Answers go through the response cache, so a rerun, or a run with ``offline=True``, replays
 them with no model. In structured mode ``max_ranges`` bounds the JSON schema (at most that
@@ -43,7 +52,11 @@ from ..views import attach_hidden, get_view, render
 from ..windows import merge, plan_windows, restrict, split_window, window_lines
 from .base import Output, Reducer, Reduction, register_reducer
 
-FAILURE_POLICIES = ("full", "truncate")
+FAILURE_POLICIES = ("full", "truncate", "closed", "fallback:<reducer>")
+CLOSED_NOTICE = (
+    "[observation withheld: the page filter failed ({reason}); no page content is shown. "
+    "Do not act on this page; retry or stop.]"
+)
 _EMPTY_ANSWERS = ("no_ranges", "out_of_range")  # "nothing here": fine for one window of many
 _MAX_SPLITS = 4
 THINK_CHARS = 600  # bounded schema: the longest "think" string
@@ -78,16 +91,14 @@ class LineRetriever(Reducer):
         budget: int | None = None,
         min_lines: int = 3,
         max_ranges: int | None = None,
+        sanitize: bool = False,
         client: LLMClient | None = None,
         encoding: str = DEFAULT_ENCODING,
         **client_options: Any,
     ) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {strategy!r}; valid: {', '.join(STRATEGIES)}")
-        if on_failure not in FAILURE_POLICIES:
-            raise ValueError(f"on_failure must be one of {FAILURE_POLICIES}, not {on_failure!r}")
-        if on_failure == "truncate" and not budget:
-            raise ValueError("on_failure='truncate' needs budget=<tokens>")
+        self._safe = _failure_reducer(on_failure, budget)
         self.variant = get_prompt(prompt)
         get_view(view)  # fail now on an unknown view
         self.options = PromptOptions(use_history=history, think=think, answer=answer, view=view)
@@ -96,7 +107,8 @@ class LineRetriever(Reducer):
         self.client = client or LLMClient(**client_options)
         self.strategy, self.markers = strategy, markers
         self.on_failure, self.budget, self.min_lines = on_failure, budget, min_lines
-        self.max_ranges = max_ranges
+        self.max_ranges, self.sanitize = max_ranges, sanitize
+        self._seen: dict[int, tuple[Step, Step]] = {}
         self._built: dict[int, tuple[Step, list[dict[str, str]]]] = {}
         super().__init__(
             encoding,
@@ -111,6 +123,7 @@ class LineRetriever(Reducer):
             budget=budget,
             min_lines=min_lines,
             max_ranges=max_ranges,
+            **({"sanitize": True} if sanitize else {}),  # absent when off: same fingerprints
             model=self.client.model,
             endpoint=self.client.endpoint.kind,
             max_tokens=self.client.params.get("max_tokens"),
@@ -120,8 +133,25 @@ class LineRetriever(Reducer):
 
     # --- prompts and windows -------------------------------------------------------------
 
+    def shown(self, step: Step) -> Step:
+        """The step as the retriever sees it: ``step`` itself, or (``sanitize=True``) a copy
+        with its tree neutralised (memoised, so the prompt is built once)."""
+        if not self.sanitize:
+            return step
+        hit = self._seen.get(id(step))
+        if hit is not None and hit[0] is step:
+            return hit[1]
+        from ..sanitize import sanitize_step
+
+        clean = sanitize_step(step)
+        self._seen[id(step)] = (step, clean)
+        while len(self._seen) > 64:
+            self._seen.pop(next(iter(self._seen)))
+        return clean
+
     def _whole(self, step: Step) -> list[dict[str, str]]:
         """The messages with the whole tree (built once per step: plan and ask share them)."""
+        step = self.shown(step)
         hit = self._built.get(id(step))
         if hit is not None and hit[0] is step:
             return hit[1]
@@ -133,6 +163,7 @@ class LineRetriever(Reducer):
 
     def messages(self, step: Step, window: tuple[int, int] | None = None) -> list[dict[str, str]]:
         """The chat messages for ``step``, or for one window of its lines."""
+        step = self.shown(step)
         tree = step.axtree
         msgs = [dict(m) for m in self._whole(step)]
         if window is None or window == (1, len(tree)):
@@ -184,6 +215,7 @@ class LineRetriever(Reducer):
 
     def plan(self, step: Step) -> list[tuple[int, int]]:
         """The windows for ``step``: one, ``(1, n)``, when the prompt fits the context."""
+        step = self.shown(step)
         tree = step.axtree
         n = len(tree)
         context = self.client.context_tokens
@@ -259,6 +291,7 @@ class LineRetriever(Reducer):
         return results
 
     async def _aselect(self, step: Step) -> Output:
+        original, step = step, self.shown(step)
         tree = step.axtree
         n = len(tree)
         if n == 0:
@@ -272,7 +305,7 @@ class LineRetriever(Reducer):
         except ContextLengthError:
             windows = []
         if not windows:
-            return self._fallback(tree, "context", completions, 0.0, [])
+            return self._fallback(original, "context", completions, 0.0, [])
         several = len(windows) > 1
         asks = [  # requests built now, while this step's prompt is still memoised
             self._ask(step, w, shown, completions, several, 0, self.request(step, w))
@@ -282,16 +315,16 @@ class LineRetriever(Reducer):
         wall = time.perf_counter() - wall
         for outcome in outcomes:  # the first failure in line order decides, deterministically
             if isinstance(outcome, _Failure):
-                return self._fallback(tree, str(outcome), completions, wall, windows)
+                return self._fallback(original, str(outcome), completions, wall, windows)
             if isinstance(outcome, BaseException):
                 raise outcome
         selections = [s for parts in outcomes for s in parts]  # type: ignore[union-attr]
         merged = merge(selections, n)
         if not merged.ranges:
-            return self._fallback(tree, "parse:no_ranges", completions, wall, windows)
+            return self._fallback(original, "parse:no_ranges", completions, wall, windows)
         merged = attach_hidden(merged, shown)
         if len(merged) < min(self.min_lines, n):
-            return self._fallback(tree, "near_empty", completions, wall, windows)
+            return self._fallback(original, "near_empty", completions, wall, windows)
         pruned = prune(tree, merged, self.strategy, self.markers)  # type: ignore[arg-type]
         extra = self._extra(completions, windows, merged)
         return Output(
@@ -331,8 +364,10 @@ class LineRetriever(Reducer):
         completions.append((window, completion))
         try:
             mode: Any = self.options.answer
-            # given the page, answer tags planted in it are never taken for the model's
-            selection = parse_answer(completion.text, n, mode, page=step.tree)
+            # given what the model was shown (and the raw page), an answer copied from it is
+            # never taken for the model's own
+            page = (step.tree,) + ((step.meta["raw_tree"],) if "raw_tree" in step.meta else ())
+            selection = parse_answer(completion.text, n, mode, page=page)
         except AnswerParseError as exc:
             if several and exc.reason in _EMPTY_ANSWERS:
                 return []
@@ -343,21 +378,28 @@ class LineRetriever(Reducer):
 
     def _fallback(
         self,
-        tree: Any,
+        step: Step,
         reason: str,
         completions: list[tuple[tuple[int, int], Completion]],
         wall: float,
         windows: list[tuple[int, int]],
     ) -> Output:
-        """The failure policy: the full tree, or its first lines within ``budget`` tokens."""
-        if self.on_failure == "truncate":
-            text = truncate_bottom(tree.text, int(self.budget or 0), self.encoding)
+        """The failure policy (module docstring) applied to ``step``."""
+        tree = step.axtree
+        stubs: list[int] = []
+        if self.on_failure == "closed":
+            text, kept = CLOSED_NOTICE.format(reason=reason), []
+        elif self._safe is not None:
+            out = self._safe.select(self.shown(step))
+            text, kept, stubs = out.text, out.kept, out.stubs
+        elif self.on_failure == "truncate":
+            text = truncate_bottom(self.shown(step).tree, int(self.budget or 0), self.encoding)
             kept = list(range(1, (text.count("\n") + 1 if text else 0) + 1))
         else:
-            text, kept = tree.text, list(range(1, len(tree) + 1))
+            text, kept = self.shown(step).tree, list(range(1, len(tree) + 1))
         extra = self._extra(completions, windows, None)
         extra["fallback"] = self.on_failure
-        return Output(text, kept, [], self._usage(completions, wall), reason, extra)
+        return Output(text, kept, stubs, self._usage(completions, wall), reason, extra)
 
     def _usage(
         self, answered: list[tuple[tuple[int, int], Completion]], wall: float
@@ -398,6 +440,30 @@ class LineRetriever(Reducer):
             "answers": [c.text for c in completions],
             "finish_reasons": [c.finish_reason for c in completions],
         }
+
+
+def _failure_reducer(policy: str, budget: int | None) -> Any:
+    """The reducer behind ``fallback:<name>`` (None for the other policies); the error of a
+    bad policy lists the valid ones."""
+    from .base import get_reducer, list_reducers
+
+    if policy in ("full", "closed"):
+        return None
+    if policy == "truncate":
+        if not budget:
+            raise ValueError("on_failure='truncate' needs budget=<tokens>")
+        return None
+    name = policy.removeprefix("fallback:")
+    valid = [
+        r for r in list_reducers() if r not in ("lineretriever", "oracle")
+    ]  # oracle: reads the answer
+    if not policy.startswith("fallback:") or name not in valid:
+        raise ValueError(
+            f"unknown on_failure {policy!r}; valid: full, truncate, closed, "
+            + ", ".join(f"fallback:{r}" for r in valid)
+        )
+    extra = {"budget": budget} if budget and name.startswith("truncate") else {}
+    return get_reducer(name, **extra)
 
 
 def _numbered(shown: Sequence[str | None]) -> list[str | None]:
