@@ -12,6 +12,12 @@ corpus: the index is built over that step's lines (or chunks) and scored once.
 Only documents sharing at least one term with the query can be chosen (BM25 scores the rest
 zero), so a step may keep fewer than ``top_k``.
 
+AgentLab's BM25 retriever (``bm25_agent``) scores chunks identically (bm25s, English stop
+words removed; ``tests/test_peer_retrieval.py``). It always cuts 200-token windows sharing
+50 (it ignores its own ``chunk_size``/``overlap``): ``size=200, overlap=50, order="score"``
+reproduce its ranking. It also returns zero-score chunks to fill ``top_k``, and a last
+window lying inside the previous one; lrlib does neither.
+
 >>> tree = "\\n".join(["RootWebArea 'Shop'", "\\t[3] link 'Home'", "\\t[4] button 'Add to cart'"])
 >>> BM25(top_k=1).reduce(Step(goal="Add the item to the cart", tree=tree)).text
 "RootWebArea\\n\\t[4] button 'Add to cart'"
