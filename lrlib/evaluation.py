@@ -32,7 +32,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from . import metrics, runinfo
+from . import intervals, metrics, runinfo
 from .reducers import Reducer, get_reducer
 from .step import Step
 
@@ -46,6 +46,8 @@ KNOBS: dict[str, tuple[str, tuple]] = {
     "bm25:unit=chunks": ("top_k", (1, 2, 5, 10, 20, 40)),
     "program": ("threshold", (-3.0, -2.0, -1.0, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)),
 }
+CURVE_BOOT = 1000  # bootstrap replicates per curve point (a curve has up to ten points)
+_CI_SUFFIXES = ("_lo", "_hi", "_n", "_episodes")
 DEFAULT_REDUCERS = (
     "full",
     "truncate",
@@ -57,7 +59,26 @@ DEFAULT_REDUCERS = (
     "embedding",
     "program",
 )
-META = ("episode", "benchmark", "task", "step", "split", "episode_success", "episode_reward")
+META = ("episode", "benchmark", "task", "family", "step", "split", "episode_success",
+        "episode_reward")  # fmt: skip
+
+
+def all_reducers(llm: bool = False) -> list[str]:
+    """:data:`DEFAULT_REDUCERS` plus every other registered reducer (a newly registered one
+    such as a learned scorer joins every results table this way); LLM reducers
+    (``lineretriever``) only with ``llm``, since they are replayed from a cache instead.
+
+    >>> names = all_reducers()
+    >>> names[: len(DEFAULT_REDUCERS)] == list(DEFAULT_REDUCERS), "lineretriever" in names
+    (True, False)
+    """
+    from .plots import LLM_REDUCERS
+    from .reducers import list_reducers
+
+    out = list(DEFAULT_REDUCERS)
+    named = {parse_spec(s)[0] for s in out}
+    out += [n for n in list_reducers() if n not in named and (llm or n not in LLM_REDUCERS)]
+    return out
 
 
 def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
@@ -150,6 +171,10 @@ def _plain(value: Any) -> Any:
 def _row(step: Step, label: str, reducer: Reducer, result, base: dict) -> dict[str, Any]:
     row: dict[str, Any] = {"step_id": step.step_id}
     row.update({k: step.meta.get(k) for k in META})
+    for k in ("episode", "benchmark", "family"):  # the Step's own grouping fields win
+        row[k] = getattr(step, k, "") or row[k]
+    if not row["episode"]:  # a hand-made step is its own episode for the bootstrap
+        row["episode"] = step.step_id
     row.update(reducer=label, reducer_name=reducer.name)
     row.update(
         metrics.step_metrics(
@@ -208,7 +233,9 @@ def sweep(
 
     ``reducer`` is a name or spec; ``fixed`` adds parameters. One row per value with the
     summary of :func:`lrlib.metrics.summarize` (``knob``, ``value``, ``median_reduction``,
-    ``coverage``, ``coverage_success``...).
+    ``coverage``, ``coverage_success``, ``evidence_coverage``...) and the episode-bootstrap
+    intervals of :func:`lrlib.intervals.summary` (``reduction_lo``/``_hi``,
+    ``coverage_lo``/``_hi``, ``evidence_lo``/``_hi``, each with its n).
 
     >>> from lrlib.step import Step
     >>> s = [Step(goal="g", tree="[1] link 'a'\\n[2] link 'b'", target_bids=("2",), step_id="x")]
@@ -225,6 +252,8 @@ def sweep(
         r = get_reducer(name, **{**params, **fixed, knob: value})
         frame = evaluate({reducer: r}, steps, progress=progress)
         summary = metrics.summarize(frame).iloc[0].to_dict()
+        ci = intervals.summary(frame, n_boot=CURVE_BOOT).iloc[0].to_dict()
+        summary.update({k: v for k, v in ci.items() if k.endswith(_CI_SUFFIXES)})
         rows.append(
             {
                 "reducer": reducer,
@@ -288,19 +317,20 @@ def add_step_arguments(parser: argparse.ArgumentParser, example: str) -> None:
         default=";".join(DEFAULT_REDUCERS),
         help=f"reducer specs separated by ';' (e.g. '{example}')",
     )
-    parser.add_argument("--split", default=None, help="train or validation (default: all)")
+    parser.add_argument("--split", default=None, help="train, validation or test (default: all)")
     parser.add_argument("--benchmark", default=None, help="only steps of this benchmark")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``lrlib evaluate``."""
     add_step_arguments(parser, "full;truncate:budget=500")
+    parser.set_defaults(split="validation")  # its vectors ship in the pack: nothing to embed
     parser.add_argument("--limit", type=int, default=None, help="at most this many steps")
     parser.add_argument(
         "--out",
         default=None,
         help="where to write the per-step frame (.csv/.csv.gz; default: "
-        "<data>/results/evaluation[-<split>].csv.gz)",
+        ".lrlib/results/evaluation[-<split>].csv.gz, see lrlib.paths.results_dir)",
     )
     parser.add_argument(
         "--curves",
@@ -308,6 +338,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also sweep each reducer's knob and write the curves next to it",
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def plan(args: argparse.Namespace) -> str:
+    """``lrlib evaluate``'s first line: what it computes; the slow part named up front."""
+    from . import data
+
+    n = len(data.load_steps(split=args.split, benchmark=args.benchmark, limit=args.limit))
+    specs = [s.strip() for s in args.reducers.split(";") if s.strip()]
+    line = f"{len(specs)} reducers x {n} steps of the {args.split or 'every'} split"
+    if args.split != "validation" and any(s.startswith("embedding") for s in specs):
+        line += f"; 'embedding' computes e5 vectors live (not in the pack): ~{n * 2.4 / 60:.0f} min"
+    return line + (" and their knob sweeps" if args.curves else "")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -320,26 +362,12 @@ def run(args: argparse.Namespace) -> int:
     specs = [s.strip() for s in args.reducers.split(";") if s.strip()]
     frame = evaluate(specs, steps, progress=not args.no_progress)
     suffix = f"-{args.split}" if args.split else ""
-    out = (
-        Path(args.out) if args.out else paths.data_dir() / "results" / f"evaluation{suffix}.csv.gz"
-    )
+    out = Path(args.out) if args.out else paths.results_dir() / f"evaluation{suffix}.csv.gz"
     out.parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(out, index=False)
-    summary = metrics.summarize(frame)
-    cols = [
-        "reducer",
-        "n_steps",
-        "median_reduction",
-        "coverage",
-        "coverage_success",
-        "coverage_visible",
-        "n_target",
-        "n_none",
-        "n_missing",
-        "median_latency_ms",
-        "p95_latency_ms",
-    ]
-    print(markdown_table(summary[cols]))
+    from .tables import interval_table
+
+    print(markdown_table(interval_table(frame)))
     print(f"\n{len(steps)} steps; per-step rows written to {out}")
     if args.curves:
         knobbed = [s for s in specs if s in KNOBS]

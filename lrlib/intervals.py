@@ -13,6 +13,10 @@ few thousand rows takes well under a second.
   matched by ``step_id``), bootstrapped over episodes: the right test for "is A better
   than B", since both share each step's difficulty.
 - :func:`fmt` - ``"95.1% [93.0, 97.2] n=114/31"`` for tables.
+- :func:`summary` - a whole results table at once: median reduction, target coverage and
+  evidence coverage with intervals and n per reducer (and split, benchmark...);
+  :func:`paired_table` - every reducer against a reference on shared steps;
+  :func:`gap` - validation minus test per reducer (independent sides, not paired).
 
 Percentile intervals; with fewer than 2 clusters the interval is undefined (NaN).
 
@@ -207,4 +211,147 @@ def fmt(row: Any, pct: bool = True, digits: int = 1) -> str:
     return (
         f"{num(row['estimate'])}{unit} [{num(row['lo'])}, {num(row['hi'])}] "
         f"n={row['n_steps']}/{row['n_episodes']}"
+    )
+
+
+# ---- whole results tables -------------------------------------------------------------------
+
+#: (column of an evaluation frame, statistic, output prefix) summarised by :func:`summary`
+MEASURES = (
+    ("reduction", "median", "reduction"),
+    ("covered", "mean", "coverage"),
+    ("evidence_covered", "mean", "evidence"),
+)
+
+
+def summary(
+    frame: pd.DataFrame,
+    by: str | Sequence[str] = "reducer",
+    measures: Sequence[tuple[str, str, str]] = MEASURES,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """One row per group: for each measure ``<prefix>``, ``<prefix>_lo``, ``<prefix>_hi``
+    and ``<prefix>_n`` (steps) / ``<prefix>_episodes``: median token reduction, target
+    coverage and evidence coverage by default, each bootstrapped over episodes. Measures
+    whose column the frame lacks are skipped.
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"reducer": ["a"] * 4, "episode": [1, 1, 2, 3],
+    ...     "reduction": [0.2, 0.4, 0.6, 0.8], "covered": [1.0, None, 0.0, 1.0]})
+    >>> row = summary(df).iloc[0]
+    >>> float(row["reduction"]), round(float(row["coverage"]), 3), int(row["coverage_n"])
+    (0.5, 0.667, 3)
+    """
+    import pandas as pd
+
+    by = [by] if isinstance(by, str) else list(by)
+    out: pd.DataFrame | None = None
+    for column, stat, prefix in measures:
+        if column not in frame.columns:
+            continue
+        b = bootstrap(frame, column, by=by, stat=stat, n_boot=n_boot, seed=seed)
+        b = b.rename(
+            columns={
+                "estimate": prefix, "lo": f"{prefix}_lo", "hi": f"{prefix}_hi",
+                "n_steps": f"{prefix}_n", "n_episodes": f"{prefix}_episodes",
+            }
+        )  # fmt: skip
+        out = b if out is None else out.merge(b, on=by, how="outer", sort=False)
+    return out if out is not None else pd.DataFrame(columns=by)
+
+
+def _side_replicates(
+    frame: pd.DataFrame, value: str, stat: str, cluster: str, n_boot: int, seed: int
+) -> tuple[float, np.ndarray, int, int]:
+    import numpy as np
+    import pandas as pd
+
+    v = pd.to_numeric(frame[value].astype("float64"), errors="coerce").to_numpy()
+    keep = ~np.isnan(v)
+    codes, uniques = pd.factorize(frame[cluster].to_numpy()[keep])
+    if not keep.any():
+        return float("nan"), np.full(n_boot, np.nan), 0, 0
+    reps = _replicates(v[keep], codes, stat, _weights(len(uniques), n_boot, seed))
+    return _point(v[keep], stat), reps, int(keep.sum()), int(len(uniques))
+
+
+def gap(
+    frame: pd.DataFrame,
+    value: str,
+    a: str = "validation",
+    b: str = "test",
+    column: str = "split",
+    by: str = "reducer",
+    stat: str = "mean",
+    cluster: str = "episode",
+    n_boot: int = N_BOOT,
+    level: float = LEVEL,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Per ``by`` group: ``value`` on rows ``column == a`` minus on ``column == b`` (the
+    generalisation gap, validation minus test), with an interval from bootstrapping the
+    episodes of each side independently (the sides share no step, so nothing is paired).
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"reducer": ["x"] * 6, "split": ["validation"] * 3 + ["test"] * 3,
+    ...     "episode": [1, 2, 3, 4, 5, 6], "covered": [1, 1, 1, 1, 0, 0]})
+    >>> g = gap(df, "covered").iloc[0]
+    >>> round(float(g["gap"]), 3), int(g["n_a"]), int(g["n_b"]), bool(g["lo"] <= g["gap"] <= g["hi"])
+    (0.667, 3, 3, True)
+    """
+    import numpy as np
+    import pandas as pd
+
+    _check_stat(stat)
+    rows = []
+    alpha = (1.0 - level) / 2.0
+    for key, group in frame.groupby(by, sort=False):
+        ea, ra, na, ka = _side_replicates(
+            group[group[column] == a], value, stat, cluster, n_boot, seed
+        )
+        eb, rb, nb, kb = _side_replicates(
+            group[group[column] == b], value, stat, cluster, n_boot, seed + 1
+        )
+        diff = ra - rb
+        diff = diff[~np.isnan(diff)]
+        lo, hi = (
+            np.quantile(diff, [alpha, 1 - alpha])
+            if diff.size and min(ka, kb) > 1
+            else (np.nan,) * 2
+        )
+        rows.append(
+            {by: key, "value": value, a: ea, b: eb, "gap": ea - eb, "lo": float(lo),
+             "hi": float(hi), "n_a": na, "episodes_a": ka, "n_b": nb, "episodes_b": kb}
+        )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def paired_table(
+    frame: pd.DataFrame,
+    value: str,
+    reference: str,
+    column: str = "reducer",
+    stat: str = "mean",
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """:func:`paired` of every other value of ``column`` against ``reference``: one row
+    each (``a`` minus ``reference`` on their shared steps, interval, n).
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"reducer": ["x"] * 4 + ["y"] * 4, "step_id": [1, 2, 3, 4] * 2,
+    ...                    "episode": [1, 1, 2, 2] * 2, "covered": [1, 1, 1, 0, 1, 0, 0, 0]})
+    >>> paired_table(df, "covered", "x")[["a", "b", "estimate"]].values.tolist()
+    [['y', 'x', -0.5]]
+    """
+    import pandas as pd
+
+    others = [r for r in dict.fromkeys(frame[column]) if r != reference]
+    rows = [
+        paired(frame, value, r, reference, column=column, stat=stat, n_boot=n_boot, seed=seed)
+        for r in others
+    ]
+    return pd.DataFrame(
+        rows, columns=["a", "b", "value", "estimate", "lo", "hi", "n_steps", "n_episodes"]
     )

@@ -8,26 +8,35 @@ figure, a table with LineRetriever rows names the retriever model.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import paths
+from .intervals import fmt
 from .plots import needs_model, require_model
 
 if TYPE_CHECKING:
     import pandas as pd
 
+# (prefix in lrlib.intervals.summary, column stem in table1, markdown title)
+_CI_COLUMNS = (
+    ("reduction", "median_reduction", "median reduction [95% CI] n"),
+    ("coverage", "coverage", "target coverage [95% CI] n"),
+    ("evidence", "evidence_coverage", "evidence coverage [95% CI] n"),
+)
 TABLE1_COLUMNS = ["reducer", "n_steps", "median_reduction", "coverage", "coverage_success",
                   "n_target", "median_latency_ms"]  # fmt: skip
 
 
 def save_table(
     table: pd.DataFrame, name: str, caption: str, floatfmt: str = ".3f",
-    formats: dict[str, str] | None = None,
+    formats: dict[str, str] | None = None, md_columns: Sequence[str] | None = None,
 ) -> Path:  # fmt: skip
     """Write a results table as ``<figures>/<name>.md`` (``caption`` above a markdown table)
-    and ``.csv`` (full precision); return the markdown path. Floats are rendered with
-    ``formats[column]`` or ``floatfmt``.
+    and ``.csv`` (full precision, every column); return the markdown path. Floats are
+    rendered with ``formats[column]`` or ``floatfmt``; ``md_columns`` picks the columns of
+    the markdown table (default: all).
 
     >>> import pandas as pd, tempfile, os
     >>> os.environ["LRLIB_FIGURES_DIR"] = tempfile.mkdtemp()
@@ -47,6 +56,8 @@ def save_table(
             return "" if v != v else format(v, formats.get(column, floatfmt))
         return str(v).replace("|", "\\|")
 
+    if md_columns is not None:
+        table = table[list(md_columns)]
     columns = [str(c) for c in table.columns]
     lines = [
         caption,
@@ -61,6 +72,40 @@ def save_table(
     path = out / f"{name}.md"
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def interval_table(frame: pd.DataFrame, by: str | Sequence[str] = "reducer") -> pd.DataFrame:
+    """The summary of an evaluation frame as text cells with 95% intervals and n (steps /
+    episodes): median token reduction, target coverage, evidence coverage, plus steps and
+    median latency. What ``lrlib evaluate`` prints.
+
+    >>> from lrlib.evaluation import evaluate
+    >>> from lrlib.step import Step
+    >>> steps = [Step(goal="Buy", tree="[4] button 'Buy'", target_bids=("4",), step_id="s")]
+    >>> interval_table(evaluate(["full"], steps, progress=False)).iloc[0]["target coverage"]
+    '100.0% [nan, nan] n=1/1'
+    """
+    import pandas as pd
+
+    from . import intervals, metrics
+
+    keys = [by] if isinstance(by, str) else list(by)
+    ci = intervals.summary(frame, by=keys)
+    point = metrics.summarize(frame, by=keys if len(keys) > 1 else keys[0])
+    rows = []
+    for (_, c), (_, p) in zip(ci.iterrows(), point.iterrows(), strict=True):
+        row = {k: c[k] for k in keys}
+        row["steps"] = int(p["n_steps"])
+        for prefix, title in (("reduction", "median reduction"), ("coverage", "target coverage"),
+                              ("evidence", "evidence coverage")):  # fmt: skip
+            if prefix in c:
+                row[title] = intervals.fmt(
+                    {"estimate": c[prefix], "lo": c[f"{prefix}_lo"], "hi": c[f"{prefix}_hi"],
+                     "n_steps": c[f"{prefix}_n"], "n_episodes": c[f"{prefix}_episodes"]}
+                )  # fmt: skip
+        row["median latency ms"] = round(float(p["median_latency_ms"]), 2)
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def reported_numbers(path: str | Path | None = None) -> pd.DataFrame:
@@ -87,8 +132,11 @@ def table1(
 ) -> pd.DataFrame:
     """A table in the shape of the paper's Table 1 on offline metrics, one row per reducer:
     steps, median token reduction, target coverage (all steps / steps of successful
-    episodes), median latency, mean cost per step (``cost_usd`` column, if present), and the
-    paper's reported reduction beside it (labelled ``reported``). Written as
+    episodes), evidence coverage, median latency, mean cost per step (``cost_usd`` column,
+    if present), and the paper's reported reduction beside it (labelled ``reported``).
+    Reduction, target and evidence coverage carry 95% intervals from the episode bootstrap
+    (:func:`lrlib.intervals.summary`; columns ``<x>_lo``/``<x>_hi``) and their n (steps /
+    episodes), shown in the markdown as ``est [lo, hi] n=steps/episodes``. Written as
     ``<figures>/<name>.md`` and ``.csv``; the caption names the retriever model.
 
     >>> import pandas as pd, tempfile, os
@@ -102,14 +150,36 @@ def table1(
     """
     import pandas as pd
 
+    from .intervals import summary
     from .metrics import summarize
 
     reducers = list(dict.fromkeys(frame["reducer"]))
     require_model(reducers, model)
+    if "episode" not in frame:  # no episodes known: every step is its own cluster
+        frame = frame.assign(episode=frame.get("step_id", pd.Series(range(len(frame)))))
     s = summarize(frame)
     if s.empty:  # no rows (e.g. no cached answers): an empty table with the right columns
-        s = pd.DataFrame(columns=TABLE1_COLUMNS)
-    table = s[TABLE1_COLUMNS].copy()
+        s = pd.DataFrame(columns=[*TABLE1_COLUMNS, "evidence_coverage", "n_evidence"])
+    for col in ("evidence_coverage", "n_evidence"):
+        if col not in s:
+            s[col] = float("nan")
+    table = s[[*TABLE1_COLUMNS, "evidence_coverage", "n_evidence"]].copy()
+    ci = summary(frame) if len(frame) else pd.DataFrame(columns=["reducer"])
+    ci = ci.set_index("reducer").reindex(table["reducer"])
+    shown = []
+    for prefix, col, title in _CI_COLUMNS:
+        if f"{prefix}_lo" not in ci:
+            continue
+        for side in ("lo", "hi"):
+            table[f"{col}_{side}"] = ci[f"{prefix}_{side}"].to_numpy()
+        table[title] = [
+            "" if r[prefix] != r[prefix] else fmt(
+                {"estimate": r[prefix], "lo": r[f"{prefix}_lo"], "hi": r[f"{prefix}_hi"],
+                 "n_steps": int(r[f"{prefix}_n"]), "n_episodes": int(r[f"{prefix}_episodes"])}
+            )
+            for _, r in ci.iterrows()
+        ]  # fmt: skip
+        shown.append(title)
     if "cold_latency_s" in frame and len(frame):  # as if nothing were cached
         cold = frame.groupby("reducer", sort=False)["cold_latency_s"].median() * 1000
         table["median_latency_ms"] = table["reducer"].map(cold)
@@ -130,7 +200,10 @@ def table1(
         ]
     caption = (
         "Offline Table 1: median token reduction, target coverage (share of steps whose "
-        "target lines survive; all steps / steps of successful episodes), median latency "
+        "target lines survive), evidence coverage (share of steps whose evidence lines, "
+        "target included, all survive: lrlib.evidence), each with a 95% interval from a "
+        "bootstrap over episodes and n = steps/episodes; target coverage on steps of "
+        "successful episodes; median latency "
         "per step (cold: embeddings computed, model calls at their recorded latency)"
         + (", mean cost per step in USD" if "cost_usd" in frame else "")
         + (f". LineRetriever rows: retriever model {model}" if model else "")
@@ -142,7 +215,11 @@ def table1(
         + (f". {note}" if note else "")
         + "."
     )
+    extra = [c for c in ("cost_per_step_usd", "reported_reduction (paper)") if c in table]
+    md = ["reducer", "retriever_model", "n_steps", *shown, "coverage_success",
+          "median_latency_ms", *extra]  # fmt: skip
     save_table(
-        table, name, caption, formats={"median_latency_ms": ".1f", "cost_per_step_usd": ".5f"}
-    )
+        table, name, caption, formats={"median_latency_ms": ".1f", "cost_per_step_usd": ".5f",
+        "coverage_success": ".3f"}, md_columns=md,
+    )  # fmt: skip
     return table

@@ -236,3 +236,50 @@ def test_provenance_reads_objects_and_aliases():
     }
     row = evaluate([r], [Step(goal="g", tree="[1] link 'a'", step_id="s")], progress=False)
     assert row.usage_cached_tokens.iloc[0] == 2 and row.usage_prompt_tokens.iloc[0] == 3
+
+
+def test_rows_carry_the_grouping_fields_and_evidence():
+    from lrlib import data
+
+    steps = data.load_steps(split="test", limit=12)
+    f = evaluate("oracle", steps, progress=False)
+    assert f.family.tolist() == [s.family for s in steps] and f.family.str.len().gt(0).all()
+    assert f.episode.tolist() == [s.episode for s in steps]
+    assert set(f.evidence_status) <= {"ok", "none", "missing"}
+    ok = f[f.evidence_status == "ok"]
+    assert ok.n_evidence.ge(1).all()
+    # the oracle keeps targets and their ancestors only: it misses most extra evidence
+    extra = ok[ok.n_evidence > ok.n_targets]
+    assert not extra.empty and not extra.evidence_covered.all()
+    hand = evaluate("full", [Step(goal="g", tree="[1] link 'a'", step_id="h")], progress=False)
+    assert hand.episode.tolist() == ["h"]  # a hand-made step is its own episode
+
+
+def test_sweep_rows_carry_intervals(steps):
+    curve = sweep("truncate", "budget", [200, 10**6], steps, progress=False)
+    for prefix in ("reduction", "coverage"):
+        assert (
+            curve[f"{prefix}_lo"] <= curve[prefix if prefix == "coverage" else "median_reduction"]
+        ).all()
+        assert (curve[f"{prefix}_n"] > 0).all()
+    assert curve.coverage_lo.iloc[-1] == curve.coverage_hi.iloc[-1] == 1.0
+
+
+def test_all_reducers_adds_registered_ones(monkeypatch):
+    from lrlib.reducers import base
+
+    monkeypatch.setitem(base._REGISTRY, "my-scorer", base._REGISTRY["full"])
+    names = evaluation.all_reducers()
+    assert names[-1] == "my-scorer" and "lineretriever" not in names
+    assert "lineretriever" in evaluation.all_reducers(llm=True)
+
+
+def test_interval_table_cells_show_interval_and_n(steps):
+    from lrlib.tables import interval_table
+
+    f = evaluate(["full", "truncate:budget=200"], steps, progress=False)
+    t = interval_table(f).set_index("reducer")
+    cell = t.loc["truncate:budget=200", "target coverage"]
+    n_ok = int((f[f.reducer == "full"].target_status == "ok").sum())
+    assert cell.endswith(f"n={n_ok}/{n_ok}") and "[" in cell  # one episode per fixture step
+    assert t.loc["full", "median reduction"].startswith("0.0% [0.0, 0.0]")

@@ -122,3 +122,71 @@ def test_a_whole_results_table_is_fast():
     intervals.bootstrap(frame, "covered")
     intervals.bootstrap(frame, "reduction", stat="median")
     assert time.perf_counter() - t < 10  # a loose ceiling; the benchmark reports the figure
+
+
+# ---- whole tables: summary, gap, paired_table, on real evaluations --------------------------
+
+
+@pytest.fixture(scope="module")
+def real_frame():
+    """Three cheap reducers on the validation and test splits (real steps, real episodes)."""
+    from lrlib import data
+    from lrlib.evaluation import evaluate
+
+    steps = data.load_steps(split="validation") + data.load_steps(split="test")
+    return evaluate(["full", "truncate:budget=1000", "oracle"], steps, progress=False)
+
+
+def test_summary_matches_bootstrap_and_counts_episodes(real_frame):
+    s = intervals.summary(real_frame, by=["reducer", "split"]).set_index(["reducer", "split"])
+    b = intervals.bootstrap(real_frame, "covered", by=["reducer", "split"]).set_index(
+        ["reducer", "split"]
+    )
+    for key in b.index:
+        assert s.loc[key, "coverage"] == b.loc[key, "estimate"]
+        assert (s.loc[key, "coverage_lo"], s.loc[key, "coverage_hi"]) == (
+            b.loc[key, "lo"], b.loc[key, "hi"],
+        )  # fmt: skip
+    val = real_frame[(real_frame.reducer == "full") & (real_frame.split == "validation")]
+    assert s.loc[("full", "validation"), "coverage_n"] == (val.target_status == "ok").sum()
+    assert (
+        s.loc[("full", "validation"), "coverage_episodes"]
+        == val[val.target_status == "ok"].episode.nunique()
+    )
+    assert (
+        s.loc[("full", "test"), "evidence_n"]
+        == (
+            real_frame[
+                (real_frame.reducer == "full") & (real_frame.split == "test")
+            ].evidence_status
+            == "ok"
+        ).sum()
+    )
+    # full keeps everything: coverage 1 with a degenerate interval; truncation is below it
+    assert s.loc[("full", "test"), "coverage"] == 1.0 == s.loc[("full", "test"), "coverage_lo"]
+    assert s.loc[("truncate:budget=1000", "validation"), "coverage_hi"] < 1.0
+
+
+def test_gap_is_validation_minus_test_with_independent_sides(real_frame):
+    g = intervals.gap(real_frame, "covered").set_index("reducer")
+    t = real_frame[real_frame.reducer == "truncate:budget=1000"]
+    ok = t[t.target_status == "ok"]
+    by_split = ok.groupby("split")["covered"].mean()
+    row = g.loc["truncate:budget=1000"]
+    assert row["gap"] == pytest.approx(by_split["validation"] - by_split["test"])
+    assert row["lo"] <= row["gap"] <= row["hi"]
+    assert (row["n_a"], row["n_b"]) == (
+        (ok.split == "validation").sum(), (ok.split == "test").sum(),
+    )  # fmt: skip
+    assert g.loc["full", "gap"] == 0.0
+
+
+def test_paired_table_pairs_on_shared_steps(real_frame):
+    val = real_frame[real_frame.split == "validation"]
+    p = intervals.paired_table(val, "covered", "full").set_index("a")
+    assert list(p.index) == ["truncate:budget=1000", "oracle"]
+    ok = val[(val.reducer == "full") & (val.target_status == "ok")]
+    assert p.loc["oracle", "n_steps"] == len(ok)
+    trunc = val[(val.reducer == "truncate:budget=1000") & (val.target_status == "ok")]
+    assert p.loc["truncate:budget=1000", "estimate"] == pytest.approx(trunc.covered.mean() - 1)
+    assert p.loc["truncate:budget=1000", "hi"] < 0  # truncation loses targets: not noise
