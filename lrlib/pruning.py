@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from .axtree import AxTree, parse
+from .axtree import _HEAD, AxTree, parse
 from .ranges import Selection
 
 Strategy = Literal[
@@ -84,7 +84,9 @@ def prune(
         return _remove(tree, selection, markers, agentlab=True)
     if strategy in ("bid-agentlab", "bid+role-agentlab"):
         return _agentlab_placeholders(tree, selection, strategy)
-    if strategy in ("structure", "bid", "bid+role"):
+    if strategy == "structure":
+        return _structure(tree, selection, markers)
+    if strategy in ("bid", "bid+role"):
         return _with_stubs(tree, selection, strategy, markers)
     raise ValueError(f"unknown strategy {strategy!r}; valid: {', '.join(STRATEGIES)}")
 
@@ -137,6 +139,62 @@ def _agentlab_placeholders(tree: AxTree, selection: Selection, strategy: str) ->
             out.append(indent + " ".join(words[:2]) + AGENTLAB_REMOVED)
         stubs.append(i + 1)
     return Pruned("\n".join(out), out, kept, stubs, 0, strategy)
+
+
+def _stub(tree: AxTree, i: int) -> str:
+    """``tree.stub(i)``, reading only line ``i`` when the tree's bids are not parsed yet."""
+    if "bids" in tree.__dict__:
+        return tree.stub(i)
+    text, indent = tree.texts[i], tree.indents[i]
+    _, bid, role = _HEAD.match(text).groups("")
+    if not bid and not role:
+        return text[:indent] + text[indent:][:40]
+    if not bid:
+        return text[:indent] + role
+    return f"{text[:indent]}[{bid}] {role}" if role else f"{text[:indent]}[{bid}]"
+
+
+def _structure(tree: AxTree, selection: Selection, markers: bool) -> Pruned:
+    """Kept ranges verbatim, their ancestors as stubs. The ancestors outside a range
+    [a, b] are all ancestors of line a (a line's parent precedes it, and the subtree of
+    that parent holds every line in between), so only line a's chain is walked."""
+    n, parents, texts = len(tree), tree.parents, tree.texts
+    ranges = [(a, b) for a, b in selection.ranges if a <= b]  # (1, 0) on an empty tree
+    marked = bytearray(n)
+    for a, b in ranges:
+        marked[a - 1 : b] = b"\x01" * (b - a + 1)
+    stub_at: list[int] = []
+    for a, _ in ranges:
+        p = parents[a - 1]
+        while p >= 0 and not marked[p]:  # stop at the first marked ancestor
+            marked[p] = 2
+            stub_at.append(p)
+            p = parents[p]
+    stub_at.sort()
+    out: list[str] = []
+    kept: list[int] = []
+    n_markers, done, k = 0, 0, 0  # done: lines before it are emitted or dropped
+
+    def emit(i: int) -> None:  # a marker for the dropped lines before 0-based line i
+        nonlocal n_markers
+        if markers and i > done:
+            out.append(_marker(tree, i, i - done))
+            n_markers += 1
+
+    for a, b in ranges:
+        while k < len(stub_at) and stub_at[k] < a - 1:
+            emit(stub_at[k])
+            out.append(_stub(tree, stub_at[k]))
+            done, k = stub_at[k] + 1, k + 1
+        emit(a - 1)
+        out.extend(texts[a - 1 : b])
+        kept.extend(range(a, b + 1))
+        done = b
+    if markers and done < n:
+        out.append(_marker(tree, done, n - done))
+        n_markers += 1
+    stubs = [i + 1 for i in stub_at]
+    return Pruned("\n".join(out), out, kept, stubs, n_markers, "structure")
 
 
 def _with_stubs(tree: AxTree, selection: Selection, strategy: str, markers: bool) -> Pruned:

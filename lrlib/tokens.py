@@ -11,6 +11,11 @@ counts: for o200k/cl100k a pre-token never crosses the boundary that follows a n
 are encoded whole), so the sum over lines equals the count of the whole text. Steps of one
 episode share most of their lines, so a whole run over a dataset counts each line once.
 
+Encoding runs on ``riptoken`` (a faster Rust BPE, same vocabulary files, same output)
+when it is installed and agrees with tiktoken on a built-in set of hostile strings at first
+use; otherwise, or with ``LRLIB_TOKENIZER=tiktoken``, on tiktoken itself, which stays the
+reference (``tests/test_core_tokens.py`` checks the two agree on every recorded tree).
+
 >>> count_tokens("[12] button 'Submit'")
 7
 >>> truncate_bottom("a\\nb\\nc", budget=3)
@@ -108,11 +113,60 @@ def _token_bytes(name: str) -> np.ndarray:
     return lengths
 
 
+# strings on which a fast encoder must give tiktoken's tokens before lrlib uses it
+_SELF_CHECK = (
+    "", "\n", "\r\n\r", " \n\n  \t\n", "a  \n b", "<|endoftext|> <|fim_prefix|>", "'s 'S 'll",
+    "12345678901 1.5e-3", "\u00a0\u2028\u3000x", "😀👍🏽 \U0001f600", "日本語のテキスト", "Ünïcödé",
+    "\ue604 DASHBOARD", "\t\t[a51] link 'Next', url='https://x.org/a?b=c&d=1'", "//a/b", " " * 300,
+    "\x00\x01\x7f", "ab" * 200, "\r\n".join(["line"] * 20), "x\ud800y", "\U000e0001tag",
+)  # fmt: skip
+
+
+@lru_cache(maxsize=8)
+def _fast(encoding: str):
+    """riptoken's encoder for ``encoding``, or None (not installed, disabled, or disagrees)."""
+    if os.environ.get("LRLIB_TOKENIZER", "").lower() == "tiktoken":
+        return None
+    try:
+        import riptoken
+    except ImportError:
+        return None
+    enc = get_encoding(encoding)
+
+    def agrees(text: str) -> bool:
+        try:
+            return core.encode_ordinary(text) == enc.encode_ordinary(text)
+        except Exception:  # refused (lone surrogates): _encode hands such text to tiktoken
+            return True
+
+    try:
+        core = riptoken.CoreBPE(enc._mergeable_ranks, enc._special_tokens, enc._pat_str)
+    except Exception:  # any failure of the optional accelerator means: use tiktoken
+        return None
+    return core if all(agrees(t) for t in _SELF_CHECK) else None
+
+
+def backend_name(encoding: str = DEFAULT_ENCODING) -> str:
+    """Which encoder counts tokens: ``"riptoken"`` or ``"tiktoken"``.
+
+    >>> backend_name() in ("riptoken", "tiktoken")
+    True
+    """
+    return "riptoken" if _fast(encoding) is not None else "tiktoken"
+
+
 def _encode(text: str, encoding: str) -> list[int]:
     # encode_ordinary: page text may contain "<|endoftext|>"; it is text, never a special token
-    enc = get_encoding(encoding)
     if len(text) >= _LONG_RUN and _LONG_BLANK.search(text):
         return _encode_by_pieces(text, encoding)
+    fast = _fast(encoding)
+    if fast is not None:
+        try:
+            return fast.encode_ordinary(text)
+        except BaseException as exc:  # lone surrogates, a Rust panic: tiktoken's turn
+            if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
+                raise
+    enc = get_encoding(encoding)
     try:
         return enc.encode_ordinary(text)
     except BaseException as exc:  # pyo3's PanicException derives from BaseException
@@ -147,16 +201,56 @@ def _encode_by_pieces(text: str, encoding: str) -> list[int]:
     return [t for piece in pieces for t in enc._encode_single_piece(piece)]
 
 
+# a newline followed by a line that is empty, blank, or starts with "\r" (or "/" for o200k)
+_UNSEPARABLE = re.compile(r"\n(?:\r|[^\S\n]*+(?:\n|\Z))")
+_UNSEPARABLE_O200K = re.compile(r"\n(?:[\r/]|[^\S\n]*+(?:\n|\Z))")
+
+
+def _text_is_separable(text: str, encoding: str) -> bool:
+    """True when every newline of ``text`` is a pre-token boundary."""
+    pattern = _UNSEPARABLE_O200K if encoding == "o200k_base" else _UNSEPARABLE
+    return pattern.search(text) is None
+
+
 def _lines_are_separable(lines: Sequence[str], encoding: str) -> bool:
     """True when every newline of "\\n".join(lines) is a pre-token boundary."""
-    slash = encoding == "o200k_base"
-    for line in lines[1:]:
-        if not line or line[0] == "\r" or (slash and line[0] == "/") or line.isspace():
-            return False
-    return True
+    return _text_is_separable("\n".join(lines), encoding)
 
 
-def line_token_counts(lines: Sequence[str], encoding: str = DEFAULT_ENCODING) -> list[int]:
+@lru_cache(maxsize=8)
+def _ends_with_newline(name: str) -> np.ndarray:
+    """For every token rank: do its bytes end with a newline?"""
+    enc = get_encoding(name)
+    flags = np.zeros(enc.n_vocab + 1, dtype=bool)
+    for token, rank in enc._mergeable_ranks.items():
+        flags[rank] = token.endswith(b"\n")
+    return flags
+
+
+def _counts_per_line(missing: list[str], encoding: str, separable: bool = False) -> list[int]:
+    """Tokens of ``line + "\\n"`` for each of ``missing``, encoded in one call.
+
+    In a separable text each line's newline is the last byte of a pre-token, so it ends a
+    token, and no other token ends with one: the line ends are those tokens.
+    ``separable``: the caller has checked the lines (as a text in which they keep their order).
+    """
+    blob = "\n".join(missing) + "\n"
+    if not separable and not _text_is_separable(blob[:-1], encoding):
+        return [len(_encode(line + "\n", encoding)) for line in missing]
+    found = _encode(blob, encoding)
+    tokens = np.fromiter(found, np.int64, len(found))
+    ends = np.flatnonzero(_ends_with_newline(encoding)[tokens])
+    if len(ends) == len(missing):
+        return np.diff(ends, prepend=-1).tolist()
+    # a line holding a newline of its own: locate the line ends by byte offsets instead
+    offsets = np.cumsum(_token_bytes(encoding)[tokens])
+    line_ends = np.cumsum([len(line.encode("utf-8", "surrogatepass")) + 1 for line in missing])
+    return np.diff(np.searchsorted(offsets, line_ends, side="right"), prepend=0).tolist()
+
+
+def line_token_counts(
+    lines: Sequence[str], encoding: str = DEFAULT_ENCODING, _separable: bool = False
+) -> list[int]:
     """Tokens of ``line + "\\n"`` for every line (memoised; misses encoded in one call).
 
     >>> line_token_counts(["a", "b"])
@@ -168,19 +262,11 @@ def line_token_counts(lines: Sequence[str], encoding: str = DEFAULT_ENCODING) ->
     except KeyError:
         pass
     out = [memo.get(line, -1) for line in lines]
-    missing = sorted({line for line, c in zip(lines, out, strict=True) if c < 0})
+    missing = list(dict.fromkeys(line for line, c in zip(lines, out, strict=True) if c < 0))
     if missing:
-        if not _lines_are_separable(missing, encoding):
-            counts = [len(_encode(line + "\n", encoding)) for line in missing]
-        else:
-            blob = "\n".join(missing) + "\n"
-            tokens = np.asarray(_encode(blob, encoding), dtype=np.int64)
-            ends = np.cumsum(_token_bytes(encoding)[tokens])
-            line_ends = np.cumsum(
-                [len(line.encode("utf-8", "surrogatepass")) + 1 for line in missing]
-            )
-            idx = np.searchsorted(ends, line_ends, side="right")
-            counts = np.diff(idx, prepend=0).tolist()
+        # the missing lines keep their order and the first line stays first: a separable
+        # text of lines gives a separable text of its missing lines
+        counts = _counts_per_line(missing, encoding, _separable)
         if len(memo) + len(missing) > _LINE_MEMO_MAX:
             memo.clear()
         memo.update(zip(missing, counts, strict=True))
@@ -196,10 +282,9 @@ def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
     """
     if len(text) < _SHORT or "\n" not in text:
         return len(_encode(text, encoding))
-    lines = text.split("\n")
-    if not _lines_are_separable(lines, encoding):
+    if not _text_is_separable(text, encoding):
         return len(_encode(text, encoding))
-    return count_lines(lines, encoding)
+    return _count_separable(text.split("\n"), encoding)
 
 
 def count_lines(lines: Sequence[str], encoding: str = DEFAULT_ENCODING) -> int:
@@ -212,7 +297,12 @@ def count_lines(lines: Sequence[str], encoding: str = DEFAULT_ENCODING) -> int:
         return 0
     if not _lines_are_separable(lines, encoding):
         return len(_encode("\n".join(lines), encoding))
-    return sum(line_token_counts(lines[:-1], encoding)) + len(_encode(lines[-1], encoding))
+    return _count_separable(lines, encoding)
+
+
+def _count_separable(lines: Sequence[str], encoding: str) -> int:
+    head = line_token_counts(lines[:-1], encoding, _separable=True)
+    return sum(head) + len(_encode(lines[-1], encoding))
 
 
 def truncate_bottom(text: str, budget: int, encoding: str = DEFAULT_ENCODING) -> str:

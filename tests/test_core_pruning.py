@@ -97,3 +97,27 @@ def test_pruning_properties(real_trees, data):
         assert set(out.stubs) <= {a for k in out.kept for a in tree.ancestors(k)}
     if not markers:
         assert out.n_markers == 0 and len(out.lines) == len(shown)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    depths=st.lists(st.integers(0, 6), min_size=1, max_size=60),
+    raw=st.lists(st.tuples(st.integers(1, 60), st.integers(1, 60)), max_size=8),
+    markers=st.booleans(),
+    parsed=st.booleans(),
+)
+def test_structure_fast_path_equals_the_line_by_line_walk(depths, raw, markers, parsed):
+    """_structure walks one ancestor chain per range; the reference marks every kept
+    line's ancestors, line by line (_with_stubs). Same output, bids parsed or not."""
+    from lrlib.pruning import _structure, _with_stubs
+
+    lines = [
+        ("\t" * d) + (f"[{i}] button 'b{i}'" if i % 3 else "StaticText 'x'")
+        for i, d in enumerate(depths)
+    ]
+    tree = parse("\n".join(lines))
+    sel = Selection.from_ranges(raw, len(tree))
+    reference = _with_stubs(parse(tree.text), sel, "structure", markers)
+    if parsed:
+        _ = tree.bids
+    assert _structure(tree, sel, markers) == reference

@@ -7,10 +7,14 @@ import json
 import os
 import subprocess
 import sys
+import types
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lrlib import tokens
+from lrlib.data import load_steps
 from lrlib.tokens import count_lines, count_tokens, get_encoding, truncate_bottom
 
 
@@ -108,3 +112,86 @@ def test_truncate_bottom_is_exact(real_trees):
         assert lines[:k] == (cut.split("\n") if cut else [])
         assert count_tokens("\n".join(lines[: k + 1])) > budget
     assert truncate_bottom("a long first line\nb", 2) == ""
+
+
+# ---- the fast encoder (riptoken) against the reference (tiktoken) ----------------------
+
+
+@pytest.fixture
+def fresh_backend(monkeypatch):
+    """Forget which encoder was chosen (and every memoised count) before and after."""
+    tokens._fast.cache_clear()
+    tokens.clear_line_memo()
+    yield monkeypatch
+    monkeypatch.undo()
+    tokens._fast.cache_clear()
+    tokens.clear_line_memo()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
+def test_fast_encoder_matches_tiktoken_on_every_recorded_tree(encoding):
+    fast = tokens._fast(encoding)
+    if fast is None:
+        pytest.skip("riptoken is not installed (tiktoken is used: nothing to compare)")
+    enc = get_encoding(encoding)
+    steps = load_steps()
+    assert len(steps) >= 400
+    for step in steps:
+        shown = (step.axtree.numbered(),) if encoding == "o200k_base" else ()
+        for text in (step.tree, step.goal, *shown):
+            assert fast.encode_ordinary(text) == enc.encode_ordinary(text)
+
+
+hostile = st.lists(
+    st.one_of(
+        st.sampled_from(["\n", "\r\n", "\r", "/", " " * 70, "\t", "  \n", "\u00a0", "\u2028",
+                         "<|endoftext|>", "<|fim_prefix|>", "'s", "'LL", "[12] button 'Go'",
+                         "1234567890123", "😀", "👍🏽", "\U000e0041", "\ue604", "ab" * 40, "\x00"]),
+        st.text(max_size=12),
+    ),
+    max_size=200,
+).map("".join)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(hostile)
+def test_fast_encoder_matches_tiktoken_on_hostile_text(text):
+    fast, enc = tokens._fast("o200k_base"), get_encoding("o200k_base")
+    try:
+        encoded = fast.encode_ordinary(text) if fast is not None else None
+    except Exception:  # refused (lone surrogates): lrlib hands such text to tiktoken
+        encoded = None
+    if encoded is not None:
+        assert encoded == enc.encode_ordinary(text)
+    assert count_tokens(text) == len(enc.encode_ordinary(text))
+
+
+def test_tiktoken_when_riptoken_is_missing(fresh_backend):
+    fresh_backend.setitem(sys.modules, "riptoken", None)  # import riptoken -> ImportError
+    assert tokens.backend_name() == "tiktoken"
+    text = "RootWebArea 'x'\n\t[1] button 'Go'\n" * 200
+    assert count_tokens(text) == len(get_encoding().encode_ordinary(text))
+
+
+def test_tiktoken_when_riptoken_disagrees_on_the_self_check(fresh_backend):
+    class Wrong:
+        def __init__(self, *args):
+            pass
+
+        def encode_ordinary(self, text):
+            return [0] * len(text)  # one token per character: wrong on most texts
+
+    fresh_backend.setitem(sys.modules, "riptoken", types.SimpleNamespace(CoreBPE=Wrong))
+    assert tokens.backend_name() == "tiktoken"
+    assert count_tokens("hello world") == 2
+
+
+def test_tiktoken_on_request(fresh_backend):
+    fresh_backend.setenv("LRLIB_TOKENIZER", "tiktoken")
+    assert tokens.backend_name() == "tiktoken"
+
+
+def test_text_riptoken_refuses_goes_to_tiktoken():
+    text = "RootWebArea 'x'\n\t[1] StaticText 'a\ud800b'\n" * 100  # a lone surrogate
+    assert count_tokens(text) == len(get_encoding().encode_ordinary(text))

@@ -1,0 +1,119 @@
+"""Benchmark: one step's post-processing, lrlib against AgentLab's FocusAgent, side by side.
+
+The path (what a LineRetriever agent does with one observation besides calling models):
+number the tree, build the retriever prompt, parse an answer selecting ~30% of the lines in
+20 ranges, prune it both ways, count the tokens of the original and of both results.
+
+- lrlib: ``parse`` + ``get_prompt("paper").build`` + ``parse_answer`` + ``prune`` with
+  ``remove`` and ``structure`` + ``count_lines`` of the three (o200k_base).
+- AgentLab (the peer's own code, ../shared/peer/agentlab-pr302, imported through
+  tests/peer_import.py): ``add_line_numbers_to_tree`` + ``LlmRetrieverPrompt.prompt`` +
+  tag parsing, ``FocusAgent.clean_list``, ``ast.literal_eval`` and range expansion (as in
+  ``prune_obs``) + ``remove_lines`` and ``remove_lines_keep_structure(strategy="bid")`` +
+  ``get_nb_tokens`` of the three (tiktoken, o200k_base).
+
+*Cold*: lrlib's memo of per-line token counts is cleared before every lrlib repetition
+(AgentLab keeps no memo). Trees: the recorded step with the median number of lines, and
+real trees tiled to 20,000 lines (bids renumbered). The two paths alternate within one
+process, so machine load affects both alike; medians and their ratio are printed.
+Run: .venv/bin/python benchmarks/bench_vs_agentlab.py [--repeats N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_core import answer_for, tiled_tree  # noqa: E402
+from peer_import import PEER_DIR, available, peer  # noqa: E402
+
+from lrlib import tokens  # noqa: E402
+from lrlib.axtree import parse  # noqa: E402
+from lrlib.data import load_steps  # noqa: E402
+from lrlib.prompts import get_prompt  # noqa: E402
+from lrlib.pruning import prune  # noqa: E402
+from lrlib.ranges import parse_answer  # noqa: E402
+
+HISTORY = ["click('12')", "fill('40', 'x')"]
+
+
+def lrlib_step(text: str, goal: str, answer: str) -> tuple[int, int, int]:
+    tree = parse(text)
+    get_prompt("paper").build(goal, tree, HISTORY)
+    selection = parse_answer(answer, len(tree))
+    removed = prune(tree, selection, "remove")
+    structured = prune(tree, selection, "structure")
+    count = tokens.count_lines
+    return count(tree.texts), count(removed.lines), count(structured.lines)
+
+
+def agentlab_step(text: str, goal: str, answer: str) -> tuple[int, int, int]:
+    p = peer()
+    numbered = p.focus_utils.add_line_numbers_to_tree(text)
+    flags = p.prompts.LlmRetrieverPromptFlags(use_history=True)
+    messages = p.prompts.LlmRetrieverPrompt(goal, numbered, None, "\n".join(HISTORY), flags).prompt
+    assert messages[1]["content"]
+    tags = sys.modules["agentlab.llm.llm_utils"].parse_html_tags_raise(
+        answer, keys=["think", "answer"], merge_multiple=True
+    )
+    line_ranges = ast.literal_eval(p.focus_agent.FocusAgent.clean_list(tags["answer"]))
+    line_numbers = []
+    for start, end in line_ranges:
+        line_numbers.extend(range(start, end + 1))
+    utils = p.retriever_utils
+    removed = utils.remove_lines(tree=text, line_numbers=line_numbers)
+    structured = utils.remove_lines_keep_structure(text, line_numbers, strategy="bid")
+    count = p.focus_utils.get_nb_tokens
+    return count(text), count(removed), count(structured)
+
+
+def side_by_side(text: str, goal: str, repeats: int) -> tuple[float, float]:
+    """Median ms of the cold lrlib path and of AgentLab's, alternating."""
+    answer = answer_for(len(text.split("\n")))
+    ours, theirs = [], []
+    for _ in range(repeats):
+        tokens.clear_line_memo()
+        t0 = time.perf_counter()
+        lrlib_step(text, goal, answer)
+        t1 = time.perf_counter()
+        agentlab_step(text, goal, answer)
+        t2 = time.perf_counter()
+        ours.append(t1 - t0)
+        theirs.append(t2 - t1)
+    return statistics.median(ours) * 1000, statistics.median(theirs) * 1000
+
+
+def main() -> None:
+    args = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    args.add_argument("--repeats", type=int, default=41)
+    repeats = args.parse_args().repeats
+    if not available():
+        sys.exit(f"peer code not found at {PEER_DIR}")
+    steps = sorted(load_steps(), key=lambda s: len(s.axtree))
+    median = steps[len(steps) // 2]
+    big, big_goal = tiled_tree(20_000)
+    cases = [
+        (f"median recorded tree ({len(median.axtree)} lines)", median.tree, median.goal, repeats),
+        ("tiled real trees (20,000 lines)", big, big_goal, max(5, repeats // 8)),
+    ]
+    for text, goal, _ in ((c[1], c[2], 0) for c in cases):  # warm up imports and encoders
+        lrlib_step(text, goal, answer_for(len(text.split("\n"))))
+        agentlab_step(text, goal, answer_for(len(text.split("\n"))))
+    print(f"token counter: {tokens.backend_name()}")
+    print("| tree | lrlib cold ms | AgentLab ms | AgentLab / lrlib |")
+    print("|---|---:|---:|---:|")
+    for name, text, goal, reps in cases:
+        ours, theirs = side_by_side(text, goal, reps)
+        print(f"| {name}, n={reps} | {ours:.2f} | {theirs:.2f} | {theirs / ours:.1f}x |")
+
+
+if __name__ == "__main__":
+    main()
