@@ -75,6 +75,7 @@ _SUBMODULES = {  # every module, importable lazily as lrlib.<name>
     "evidence",
     "explore",
     "figures",
+    "forest",
     "importer",
     "inject",
     "injection_eval",

@@ -257,7 +257,7 @@ def summary(
                 "n_steps": f"{prefix}_n", "n_episodes": f"{prefix}_episodes",
             }
         )  # fmt: skip
-        out = b if out is None else out.merge(b, on=by, how="outer", sort=False)
+        out = b if out is None else out.merge(b, on=by, how="left")  # same groups, same order
     return out if out is not None else pd.DataFrame(columns=by)
 
 

@@ -23,7 +23,14 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-LLM_REDUCERS = ("lineretriever",)  # reducers whose figures must name the retriever model
+LLM_REDUCERS = ("lineretriever",)
+_CI = (
+    "coverage_lo",
+    "coverage_hi",
+    "reduction_lo",
+    "reduction_hi",
+    "coverage_n",
+)  # reducers whose figures must name the retriever model
 TOKEN_EDGES = (0, 1_000, 2_000, 2_500, 3_000, 4_000, 6_000, 8_000, 16_000)
 PALETTE = (
     "#1f5a94",
@@ -116,6 +123,45 @@ def _caption(fig: Figure, text: str) -> None:
     fig.text(0.01, -0.02, text, ha="left", va="top", fontsize=8, color="#444444", wrap=True)
 
 
+def _clusters(sub: pd.DataFrame) -> pd.Series:
+    import pandas as pd
+
+    if "episode" in sub:
+        return sub["episode"]
+    return sub["step_id"] if "step_id" in sub else pd.Series(range(len(sub)), index=sub.index)
+
+
+def _median_ci(sub: pd.DataFrame) -> dict:
+    from .intervals import interval
+
+    return interval(sub["reduction"].astype(float), _clusters(sub), "median")
+
+
+def _coverage_note(sub: pd.DataFrame) -> str:
+    """``"\ncoverage 97% [93, 100] n=91/19"`` for a panel title ('' without coverage)."""
+    from .intervals import interval
+
+    if "covered" not in sub or sub.empty:
+        return ""
+    r = interval(pd_float(sub["covered"]), _clusters(sub))
+    if not r["n_steps"]:
+        return ""
+    lo_hi = f" [{100 * r['lo']:.0f}, {100 * r['hi']:.0f}]" if r["lo"] == r["lo"] else ""
+    return f"\ntarget coverage {100 * r['estimate']:.0f}%{lo_hi} n={r['n_steps']}/{r['n_episodes']}"
+
+
+def pd_float(column: pd.Series) -> pd.Series:
+    """A boolean/None column as floats (None -> NaN), for the bootstrap.
+
+    >>> import pandas as pd
+    >>> pd_float(pd.Series([True, None, False])).tolist()
+    [1.0, nan, 0.0]
+    """
+    import pandas as pd
+
+    return pd.to_numeric(column.astype("float64"), errors="coerce")
+
+
 def reduction_boxplot(
     results: pd.DataFrame,
     reducers: Sequence[str] | None = None,
@@ -126,7 +172,10 @@ def reduction_boxplot(
 ) -> Path:
     """The paper's Figure 3: token reduction (%) against the original tree's token count,
     binned; one panel per reducer. ``results`` needs ``reducer``, ``tokens_before`` and
-    ``reduction`` (0-1). Each box shows its number of steps; the dashed line is the median.
+    ``reduction`` (0-1). Each box shows its number of steps; the dashed line is the median
+    over all the panel's steps, the band its 95% interval from a bootstrap over episodes
+    (``episode`` column; each step its own episode without one); a panel title gives the
+    target coverage with its interval and n when ``covered`` is present.
     """
     import matplotlib.pyplot as plt
 
@@ -144,7 +193,8 @@ def reduction_boxplot(
         sub = data[data["reducer"] == reducer]
         fell = int(sub["failure"].fillna("").astype(str).ne("").sum()) if "failure" in sub else 0
         extra = f", {fell} fell back to the full tree" if fell else ""
-        ax.set_title(f"{reducer} ({len(sub)} steps{extra})", pad=14, fontsize=9)
+        ax.set_title(f"{reducer} ({len(sub)} steps{extra}){_coverage_note(sub)}", pad=14,
+                     fontsize=9)  # fmt: skip
         if sub.empty:  # e.g. no cached LineRetriever answer for these steps: say so
             ax.text(0.5, 0.5, "no results", ha="center", va="center", transform=ax.transAxes)
             continue
@@ -169,8 +219,12 @@ def reduction_boxplot(
                 fontsize=7,
                 transform=ax.get_xaxis_transform(),
             )
-        med = 100 * sub["reduction"].median()
-        ax.axhline(med, ls="--", lw=1, color="#d1495b", label=f"median {med:.0f}%")
+        ci = _median_ci(sub)
+        med = 100 * ci["estimate"]
+        band = f" [{100 * ci['lo']:.0f}, {100 * ci['hi']:.0f}]" if ci["lo"] == ci["lo"] else ""
+        ax.axhline(med, ls="--", lw=1, color="#d1495b", label=f"median {med:.0f}%{band} (95% CI)")
+        if band:
+            ax.axhspan(100 * ci["lo"], 100 * ci["hi"], color="#d1495b", alpha=0.12, lw=0)
         ax.set_xticks(range(len(bins)), bins, rotation=30)
         ax.set_ylim(-5, 105)
         ax.legend(loc="lower right", fontsize=7)
@@ -347,7 +401,9 @@ def coverage_vs_reduction(
     """Coverage (share of steps whose target survives) against median token reduction: a
     curve per reducer with a knob (rows sorted by reduction), a point for the others.
     ``points`` needs ``reducer``, ``reduction`` and ``coverage`` (both 0-1); an optional
-    ``label`` column annotates points (e.g. the knob value).
+    ``label`` column annotates points (e.g. the knob value). With ``coverage_lo``/``_hi``
+    and ``reduction_lo``/``_hi`` (as :func:`curve_points` gives them) every point gets its
+    95% episode-bootstrap interval as error bars.
     """
     import matplotlib.pyplot as plt
 
@@ -366,6 +422,12 @@ def coverage_vs_reduction(
             label=label,
             markersize=4 if len(rows) > 1 else 7,
         )
+        if {"coverage_lo", "coverage_hi", "reduction_lo", "reduction_hi"} <= set(rows):
+            ax.errorbar(
+                100 * rows["reduction"], 100 * rows["coverage"],
+                xerr=100 * _err(rows, "reduction"), yerr=100 * _err(rows, "coverage"),
+                fmt="none", ecolor=color, elinewidth=0.8, alpha=0.5, capsize=1.5,
+            )  # fmt: skip
         if "label" in rows and len(rows) > 1:
             for _, r in rows.iloc[[0, -1]].iterrows():
                 ax.annotate(
@@ -385,6 +447,15 @@ def coverage_vs_reduction(
     ax.set_title(title + (f" - retriever model: {model}" if model else ""), fontsize=10)
     fig.tight_layout()
     return save(fig, name)
+
+
+def _err(rows: pd.DataFrame, col: str):
+    """Asymmetric error-bar lengths (2, n) from ``<col>_lo``/``<col>_hi`` (NaN -> 0)."""
+    import numpy as np
+
+    lo = (rows[col] - rows[f"{col}_lo"]).clip(lower=0).fillna(0).to_numpy()
+    hi = (rows[f"{col}_hi"] - rows[col]).clip(lower=0).fillna(0).to_numpy()
+    return np.vstack([lo, hi])
 
 
 def tree_sizes(observations: pd.DataFrame, name: str = "dataset_tree_sizes") -> Path:
@@ -428,30 +499,38 @@ def curve_points(
     """
     import pandas as pd
 
+    from .intervals import summary
     from .metrics import summarize
 
+    ci_cols = [c for c in _CI if c in sweeps]
     rows = [
         {
-            "reducer": r.reducer,
-            "reduction": r.median_reduction,
-            "coverage": r.coverage,
-            "label": f"{r.knob}={r.value:g}"
-            if isinstance(r.value, float)
-            else f"{r.knob}={r.value}",
+            "reducer": r["reducer"],
+            "reduction": r["median_reduction"],
+            "coverage": r["coverage"],
+            "label": f"{r['knob']}={r['value']:g}"
+            if isinstance(r["value"], float)
+            else f"{r['knob']}={r['value']}",
+            **{c: r[c] for c in ci_cols},
         }
-        for r in sweeps.itertuples()
+        for _, r in sweeps.iterrows()
     ]
     if frame is not None and single:
-        s = summarize(frame[frame["reducer"].isin(single)])
-        rows += [
-            {
+        part = frame[frame["reducer"].isin(single)]
+        if "episode" not in part:
+            part = part.assign(episode=part["step_id"])
+        s = summarize(part)
+        ci = summary(part).set_index("reducer") if len(part) else None
+        for r in s.itertuples():
+            row = {
                 "reducer": f"{r.reducer} (n={r.n_target})",
                 "reduction": r.median_reduction,
                 "coverage": r.coverage,
                 "label": "",
             }
-            for r in s.itertuples()
-        ]
+            if ci is not None:
+                row.update({c: ci.loc[r.reducer, c] for c in _CI if c in ci})
+            rows.append(row)
     return pd.DataFrame(rows)
 
 

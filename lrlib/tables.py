@@ -92,10 +92,11 @@ def interval_table(frame: pd.DataFrame, by: str | Sequence[str] = "reducer") -> 
     keys = [by] if isinstance(by, str) else list(by)
     ci = intervals.summary(frame, by=keys)
     point = metrics.summarize(frame, by=keys if len(keys) > 1 else keys[0])
+    both = ci.merge(point, on=keys, how="left", suffixes=("", "_point"))
     rows = []
-    for (_, c), (_, p) in zip(ci.iterrows(), point.iterrows(), strict=True):
+    for _, c in both.iterrows():
         row = {k: c[k] for k in keys}
-        row["steps"] = int(p["n_steps"])
+        row["steps"] = int(c["n_steps"])
         for prefix, title in (("reduction", "median reduction"), ("coverage", "target coverage"),
                               ("evidence", "evidence coverage")):  # fmt: skip
             if prefix in c:
@@ -103,7 +104,7 @@ def interval_table(frame: pd.DataFrame, by: str | Sequence[str] = "reducer") -> 
                     {"estimate": c[prefix], "lo": c[f"{prefix}_lo"], "hi": c[f"{prefix}_hi"],
                      "n_steps": c[f"{prefix}_n"], "n_episodes": c[f"{prefix}_episodes"]}
                 )  # fmt: skip
-        row["median latency ms"] = round(float(p["median_latency_ms"]), 2)
+        row["median latency ms"] = round(float(c["median_latency_ms"]), 2)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -222,4 +223,75 @@ def table1(
         table, name, caption, formats={"median_latency_ms": ".1f", "cost_per_step_usd": ".5f",
         "coverage_success": ".3f"}, md_columns=md,
     )  # fmt: skip
+    return table
+
+
+def interval_report(
+    frame: pd.DataFrame, by: Sequence[str], name: str, what: str, model: str | None = None
+) -> pd.DataFrame:
+    """:func:`interval_table` of ``frame`` grouped ``by``, written as ``<name>.md``/``.csv``;
+    the caption starts with ``what`` (the rows), says what the cells hold, and names the
+    retriever model when LineRetriever rows are in.
+
+    >>> import pandas as pd, tempfile, os
+    >>> os.environ["LRLIB_FIGURES_DIR"] = tempfile.mkdtemp()
+    >>> f = pd.DataFrame({"reducer": ["a"] * 2, "split": ["test"] * 2, "episode": [1, 2],
+    ...     "reduction": [0.5, 0.7], "covered": [True, False], "target_status": ["ok"] * 2,
+    ...     "reduction_chars": [0.5] * 2, "reduction_lines": [0.5] * 2, "latency_s": [0.0] * 2,
+    ...     "covered_visible": [True, False]})
+    >>> interval_report(f, ["reducer", "split"], "t", "Some rows").iloc[0]["target coverage"]
+    '50.0% [0.0, 100.0] n=2/2'
+    >>> del os.environ["LRLIB_FIGURES_DIR"]
+    """
+    require_model(list(dict.fromkeys(frame["reducer"])), model)
+    table = interval_table(frame, by=list(by))
+    text = (
+        f"{what}: median token reduction, target coverage and evidence coverage, each with a "
+        "95% interval from a bootstrap over episodes and n = steps/episodes."
+        + (f" LineRetriever rows: retriever model {model}, cached steps only." if model else "")
+    )
+    save_table(table, name, text)
+    return table
+
+
+def gap_report(
+    frame: pd.DataFrame, name: str, a: str = "validation", b: str = "test"
+) -> pd.DataFrame:
+    """The generalisation gap (``a`` minus ``b``) per reducer for target coverage, evidence
+    coverage and median reduction, each ``gap [lo, hi]`` in points with both sides' n;
+    written as ``<name>.md``/``.csv``. Sides are bootstrapped independently (different
+    episodes), so an interval that contains 0 means no gap is shown at this n.
+    """
+    import pandas as pd
+
+    from .intervals import gap
+
+    parts = []
+    for value, stat, title in (("covered", "mean", "target coverage"),
+                               ("evidence_covered", "mean", "evidence coverage"),
+                               ("reduction", "median", "median reduction")):  # fmt: skip
+        if value not in frame:
+            continue
+        g = gap(frame, value, a=a, b=b, stat=stat)
+        parts.append(
+            pd.DataFrame(
+                {
+                    "reducer": g["reducer"],
+                    f"{title}: {a}": (100 * g[a]).round(1),
+                    f"{title}: {b}": (100 * g[b]).round(1),
+                    f"{title}: gap [95% CI] (n {a} / {b})": [
+                        f"{100 * r.gap:+.1f} [{100 * r.lo:+.1f}, {100 * r.hi:+.1f}] "
+                        f"({r.n_a}/{r.episodes_a} vs {r.n_b}/{r.episodes_b})"
+                        for r in g.itertuples()
+                    ],
+                }
+            ).set_index("reducer")
+        )
+    table = pd.concat(parts, axis=1).reset_index()
+    caption = (
+        f"Generalisation gap per reducer: {a} minus {b} in percentage points, with 95% "
+        "intervals from bootstrapping the episodes of each split independently; n = "
+        f"steps/episodes on {a} vs {b}. Test holds whole task families never used for tuning."
+    )
+    save_table(table, name, caption, floatfmt=".1f")
     return table

@@ -20,7 +20,7 @@
 # %%
 import pandas as pd
 
-from lrlib import data, figures, metrics, plots, replay
+from lrlib import data, evaluation, figures, plots, replay, tables
 
 # %% tags=["parameters"]
 QUICK = figures.quick_mode()  # LRLIB_QUICK=1: a few steps, for tests
@@ -28,8 +28,7 @@ SPLIT = "validation"
 N_STEPS = 12 if QUICK else None  # None: every step of the split
 PROMPT, STRATEGY = "paper", "structure"  # the paper's LineRetriever + structure filter
 ANSWER = "json"  # the answer format: the embedded model only answers reliably under a schema
-BASELINES = ["truncate", "truncate-agentlab", "embedding", "bm25", "bm25:unit=chunks",
-             "program", "random", "oracle"]  # fmt: skip
+BASELINES = [r for r in evaluation.all_reducers() if r != "full"]  # every registered reducer
 
 # %% [markdown]
 # ## LineRetriever + structure (the paper's Figure 3)
@@ -63,13 +62,17 @@ fig3_png = plots.reduction_boxplot(
 # the target is. The retrieval baselines (embedding, BM25) keep a fixed number of chunks or
 # lines, so their reduction also climbs with tree size. The oracle keeps only the target and
 # its ancestors: the upper bound of what the coverage metric can reward.
+#
+# Every panel carries its uncertainty: the red band is the 95% interval of the median
+# reduction and the title gives the target coverage with its interval and n (steps /
+# episodes), both from a bootstrap over whole episodes (`lrlib.intervals`; notebook 05
+# explains how to read them). Boxes with a handful of steps show a spread, not a trend.
 
 # %%
 steps = data.load_steps(split=SPLIT, limit=N_STEPS)
 frame, notes = replay.evaluate_cached(BASELINES, steps)  # embeddings: cached ones only
 print("\n".join(notes) or "every reducer evaluated on every step")
-summary = metrics.summarize(frame)
-summary[["reducer", "n_steps", "median_reduction", "coverage", "median_latency_ms"]].round(3)
+tables.interval_table(frame)  # 95% intervals (bootstrap over episodes), n = steps/episodes
 
 # %%
 both = pd.concat([frame, lr.frame], ignore_index=True)
@@ -92,7 +95,9 @@ fig3_all_png = plots.reduction_boxplot(
 #   in notebook 05): the box plot measures size, not quality. In the tag format it almost
 #   never produces a readable answer, so every step falls back to the full tree (0%).
 # * **Small samples.** The LineRetriever panel covers the cached default steps only; some
-#   bins hold two steps. The baseline panels use the whole validation split.
+#   bins hold two steps. The baseline panels use the whole validation split (117 steps in
+#   19 episodes): with that many episodes, medians differing by a few points are within
+#   each other's intervals; compare reducers on the paired tables of notebook 05.
 #
 # Median reduction per size bin and reducer (the numbers behind the boxes):
 

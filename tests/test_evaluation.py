@@ -283,3 +283,22 @@ def test_interval_table_cells_show_interval_and_n(steps):
     n_ok = int((f[f.reducer == "full"].target_status == "ok").sum())
     assert cell.endswith(f"n={n_ok}/{n_ok}") and "[" in cell  # one episode per fixture step
     assert t.loc["full", "median reduction"].startswith("0.0% [0.0, 0.0]")
+
+
+def test_interval_table_rows_match_their_groups():
+    """Each row's steps, latency and intervals belong to its own (reducer, split) group."""
+    from lrlib import data
+    from lrlib.tables import interval_table
+
+    steps = data.load_steps(split="validation", limit=8) + data.load_steps(split="test", limit=5)
+    f = evaluate(["truncate:budget=500", "full"], steps, progress=False)
+    t = interval_table(f, by=["reducer", "split"])
+    assert len(t) == 4
+    for _, row in t.iterrows():
+        part = f[(f.reducer == row["reducer"]) & (f.split == row["split"])]
+        assert row["steps"] == len(part)
+        assert row["median reduction"].endswith(f"n={len(part)}/{part.episode.nunique()}")
+        ok = part[part.target_status == "ok"]
+        assert row["target coverage"].endswith(f"n={len(ok)}/{ok.episode.nunique()}")
+        assert row["target coverage"].startswith(f"{100 * ok.covered.astype(float).mean():.1f}%")
+        assert row["median latency ms"] == round(float(part.latency_s.median() * 1000), 2)

@@ -170,3 +170,60 @@ def test_injection_survival_from_real_injection_rows(figs, real_trees):
     plots.injection_survival(lr, by.rename(index={"full": "lineretriever:paper/json"}),
                              model="TinyModel-1")  # fmt: skip
     assert "TinyModel-1" in figs["title"]
+
+
+def _split_frame():
+    rng = np.random.default_rng(3)
+    rows = []
+    for reducer in ("bm25", "lineretriever+structure"):
+        for split in ("validation", "test"):
+            for i in range(30):
+                rows.append(
+                    {
+                        "reducer": reducer, "split": split, "step_id": f"{split}{i}",
+                        "episode": f"{split}-e{i % 6}", "reduction": float(rng.uniform()),
+                        "covered": bool(rng.uniform() < (0.8 if split == "validation" else 0.5)),
+                        "evidence_covered": bool(rng.uniform() < 0.5),
+                    }
+                )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_forest_shows_every_interval_with_its_n_and_names_the_model(figs):
+    from lrlib import forest, intervals
+
+    f = _split_frame()
+    summary = intervals.summary(f, by=["reducer", "split"])
+    gaps = intervals.gap(f, "covered").assign(value="target coverage")
+    with pytest.raises(ValueError, match="pass model="):
+        forest.interval_forest(summary)
+    forest.interval_forest(summary, gaps=gaps, model="M", name="g")
+    assert "retriever model: M" in figs["title"]
+    assert (figs["dir"] / "g.png").is_file() and (figs["dir"] / "g.pdf").is_file()
+    # one n label per reducer, split and measure (3 measures x 2 reducers x 2 splits)
+    labels = [t for t in figs["texts"] if t.startswith("n=")]
+    assert len(labels) == 12 and "n=30/6" in labels
+
+
+def test_reduction_boxplot_and_curves_carry_intervals(figs):
+    f = _split_frame().assign(tokens_before=1500)
+    plots.reduction_boxplot(f[f.reducer == "bm25"], name="box")
+    assert any("target coverage" in t and "n=60/12" in t for t in figs["titles"])
+    import matplotlib.pyplot as plt
+
+    from lrlib.evaluation import sweep
+    from lrlib.step import Step
+
+    steps = [Step("g", "[1] link 'a'\n[2] link 'b'", target_bids=("2",), step_id=str(i),
+                  episode=f"e{i}") for i in range(4)]  # fmt: skip
+    curve = sweep("truncate", "budget", [3, 100], steps, progress=False)
+    points = plots.curve_points(curve)
+    assert {"coverage_lo", "coverage_hi", "reduction_lo", "reduction_hi"} <= set(points)
+    drawn = []
+    real = plt.Axes.errorbar
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(
+            plt.Axes, "errorbar", lambda self, *a, **k: drawn.append(a) or real(self, *a, **k)
+        )
+        plots.coverage_vs_reduction(points, name="cvr")
+    assert drawn, "no error bars drawn"
