@@ -5,13 +5,15 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.lrlib-installed
 
-.PHONY: help venv test lint format figures bench data clean
+.PHONY: help venv test lint format figures bench data clean lab browser cache
 
 help:
 	@echo "make figures  - install, run every notebook headlessly, rewrite figures/"
 	@echo "make test     - install, lint, run the whole test suite (offline)"
 	@echo "make bench    - run the benchmark scripts in benchmarks/"
 	@echo "make data     - rebuild data/ (observations, vector pack) from ../shared/traces"
+	@echo "make lab      - JupyterLab on the notebooks, from .venv (start with 00_quickstart)"
+	@echo "make cache    - maintainers: ask the embedded model again, rewrite data/cache/llm"
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,8 +32,28 @@ format: venv
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: lint
+test: lint browser
 	$(BIN)/python -m pytest
+
+# the browser test (tests/test_browser.py) drives JupyterLab with Debian's chromium
+browser:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing chromium for tests/test_browser.py (apt-get)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else \
+		echo "!!! no /usr/bin/chromium and not root with apt-get: tests/test_browser.py will SKIP"; \
+	fi
+
+# JupyterLab from the project's venv, with the project's server settings (.jupyter/): saving
+# a notebook never changes tracked files (your runs go to .lrlib/lab/)
+lab: venv
+	JUPYTER_CONFIG_PATH="$(CURDIR)/.jupyter$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" \
+		$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)/notebooks" \
+		$$([ "$$(id -u)" = 0 ] && echo --allow-root)
+
+cache: venv
+	$(BIN)/python -m lrlib cache --refresh
 
 figures: venv
 	$(BIN)/python -m lrlib figures

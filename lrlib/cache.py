@@ -12,6 +12,11 @@ Writes are atomic (a unique temporary file, then ``os.replace``), so any number 
 processes can fill one cache at once: a reader sees a whole entry or none, and two writers
 of one key leave one whole entry. An entry that fails its checksum is ignored (a miss).
 
+The default cache is layered: new answers go to the user's gitignored area
+(:func:`lrlib.paths.user_cache_dir`, ``.lrlib/cache/llm``), lookups also read the answers
+shipped in ``data/cache/llm`` (:func:`lrlib.paths.shipped_cache_dir`), which only the
+maintainer command ``lrlib cache --refresh`` (``make cache``) rewrites.
+
 >>> import tempfile
 >>> cache = ResponseCache(tempfile.mkdtemp())
 >>> key = request_key("embedded", "m", [{"role": "user", "content": "hi"}], {"temperature": 0})
@@ -81,16 +86,26 @@ class CacheStats:
 
 
 class ResponseCache:
-    """Answers on disk under ``root`` (default ``<cache_dir>/llm``, see :mod:`lrlib.paths`).
+    """Answers on disk under ``root``, where new entries are written (default: the user
+    area, :func:`lrlib.paths.user_cache_dir`); lookups fall back to the read-only
+    ``layers`` (default with no ``root``: the shipped answers, otherwise none).
 
     ``refresh=True`` ignores stored answers (every lookup misses) and overwrites them with
-    new ones; ``readonly=True`` never writes.
+    new ones in ``root``; ``readonly=True`` never writes.
     """
 
     def __init__(
-        self, root: str | Path | None = None, *, refresh: bool = False, readonly: bool = False
+        self,
+        root: str | Path | None = None,
+        *,
+        refresh: bool = False,
+        readonly: bool = False,
+        layers: Iterable[str | Path] | None = None,
     ) -> None:
-        self.root = Path(root) if root is not None else paths.cache_dir() / "llm"
+        self.root = Path(root) if root is not None else paths.user_cache_dir()
+        if layers is None:
+            layers = [paths.shipped_cache_dir()] if root is None else []
+        self.layers = [Path(p) for p in layers if Path(p).resolve() != self.root.resolve()]
         self.refresh = refresh
         self.readonly = readonly
         self.stats = CacheStats()
@@ -113,9 +128,14 @@ class ResponseCache:
 
     def load(self, key: str) -> dict[str, Any] | None:
         """Read and verify an entry regardless of ``refresh`` (None when absent or corrupt)."""
-        try:
-            raw = self.path(key).read_bytes()
-        except (FileNotFoundError, NotADirectoryError):
+        self.path(key)  # validates the key
+        for root in (self.root, *self.layers):
+            try:
+                raw = (root / key[:2] / f"{key}.json").read_bytes()
+                break
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+        else:
             return None
         try:
             entry = json.loads(raw)
@@ -156,11 +176,8 @@ class ResponseCache:
         return isinstance(key, str) and self.load(key) is not None
 
     def keys(self) -> Iterator[str]:
-        """Keys of the entries on disk (not verified)."""
-        if self.root.is_dir():
-            for shard in sorted(self.root.iterdir()):
-                if shard.is_dir() and len(shard.name) == 2:
-                    yield from sorted(p.stem for p in shard.glob("*.json"))
+        """Keys of the entries written under ``root`` (not verified; layers not included)."""
+        yield from _keys(self.root)
 
     def __len__(self) -> int:
         return sum(1 for _ in self.keys())
@@ -174,7 +191,8 @@ class ResponseCache:
             setattr(self.stats, name, getattr(self.stats, name) + 1)
 
     def __repr__(self) -> str:
-        return f"ResponseCache({str(self.root)!r}, refresh={self.refresh})"
+        layers = f", layers={[str(p) for p in self.layers]!r}" if self.layers else ""
+        return f"ResponseCache({str(self.root)!r}{layers}, refresh={self.refresh})"
 
 
 def _checksum(entry: Mapping[str, Any]) -> str:
@@ -191,3 +209,53 @@ def _refuse_secrets(text: str, fields: Mapping[str, Any], secrets: Iterable[str]
     for marker in _SECRET_MARKERS:
         if marker in lowered:
             raise ValueError(f"refusing to cache an entry that contains {marker.strip()!r}")
+
+
+def _keys(root: Path) -> Iterator[str]:
+    if root.is_dir():
+        for shard in sorted(root.iterdir()):
+            if shard.is_dir() and len(shard.name) == 2:
+                yield from sorted(p.stem for p in shard.glob("*.json"))
+
+
+# ---- command line: ``lrlib cache`` ------------------------------------------------------
+
+
+def add_arguments(parser: Any) -> None:
+    """Options of ``lrlib cache``."""
+    parser.add_argument(
+        "--refresh",
+        action="store_true",
+        help="maintainers: ask the embedded model again for the notebooks' default run "
+        "(lrlib.run.default_steps, both answer formats) and rewrite the shipped cache "
+        "data/cache/llm (slow: tens of seconds per answer)",
+    )
+    parser.add_argument("--limit", type=int, default=None, help="with --refresh: first N steps")
+
+
+def plan(args: Any) -> str:
+    """What ``lrlib cache`` is about to do."""
+    if not args.refresh:
+        return "counting the entries of the shipped and the user caches (instant)"
+    from .run import DEFAULT_ANSWERS, DEFAULT_N_STEPS
+
+    n = (args.limit or DEFAULT_N_STEPS) * len(DEFAULT_ANSWERS)
+    return (
+        f"asking the embedded model for {n} answers and rewriting {paths.shipped_cache_dir()} "
+        f"(about 40 s an answer on 2 cores: ~{n * 40 / 60:.0f} min)"
+    )
+
+
+def run(args: Any) -> int:
+    """Show both layers; with ``--refresh`` rewrite the shipped layer (maintainers only)."""
+    if args.refresh:
+        from .run import DEFAULT_ANSWERS, default_reducer, default_steps, run_steps
+
+        shipped = ResponseCache(paths.shipped_cache_dir(), refresh=True)
+        steps = default_steps()[: args.limit]
+        run_steps(steps, [default_reducer(a, cache=shipped) for a in DEFAULT_ANSWERS])
+    for name, root in (("shipped", paths.shipped_cache_dir()), ("user", paths.user_cache_dir())):
+        cache = ResponseCache(root)
+        size = cache.size_bytes() if root.is_dir() else 0
+        print(f"{name}: {root} ({len(cache)} answers, {size / 1e6:.1f} MB)")
+    return 0

@@ -1,14 +1,25 @@
 """``lrlib`` command line: one subcommand per job, each defined next to its code.
 
 Subcommands register themselves in :data:`COMMANDS` (name -> (module, help)); the module
-provides ``add_arguments(parser)`` and ``run(args) -> int``.
+provides ``add_arguments(parser)`` and ``run(args) -> int``, and may provide
+``plan(args) -> str``: one line, printed before the work starts, saying what the command
+will compute and roughly how long it takes.
+
+A user error (an unknown reducer, option, prompt, view or split, a missing dataset, an
+endpoint without a model, a bad argument) prints one line that names the valid choices and
+exits with status 2; ``--debug`` (or ``LRLIB_DEBUG=1``) shows the traceback instead.
+
+>>> main(["evaluate", "--reducers", "nope"])
+2
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+from typing import Any, NoReturn
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module implementing add_arguments/run, one-line help)
@@ -22,13 +33,51 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("lrlib.evaluation", "evaluate reducers offline on the dataset"),
     "inject": ("lrlib.injection_eval", "build and score the prompt-injection benchmark"),
     "figures": ("lrlib.figures", "execute every notebook headlessly and rewrite figures/"),
+    "cache": (
+        "lrlib.cache",
+        "show the answer caches; --refresh (maintainers) rewrites the shipped one",
+    ),
 }
+
+
+class UsageError(Exception):
+    """A mistake of the user's, reported as one line (exit status 2)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with help that shows defaults and errors on one line."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        """One line: the problem and the valid choices (argparse lists them), status 2."""
+        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def user_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions that mean "the user asked for something that does not exist": the
+    registries' KeyErrors and ValueErrors (their messages list the valid names), missing
+    files, reducer options a constructor refuses, and endpoint configuration errors."""
+    from .llmerrors import LLMError
+
+    return (LookupError, ValueError, TypeError, FileNotFoundError, NotADirectoryError, LLMError)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+    return " ".join(str(text).split()) or type(exc).__name__
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``lrlib`` command."""
-    parser = argparse.ArgumentParser(prog="lrlib", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser = Parser(prog="lrlib", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--debug", action="store_true", help="show tracebacks instead of one-line errors"
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     modules = {}
     for name, (module, help_text) in sorted(COMMANDS.items()):
         try:
@@ -37,13 +86,31 @@ def main(argv: list[str] | None = None) -> int:
             if exc.name != module:
                 raise
             continue  # a command whose module is not part of this checkout
+        if not hasattr(mod, "add_arguments"):
+            continue
         modules[name] = mod
         mod.add_arguments(sub.add_parser(name, help=help_text, description=help_text))
     args = parser.parse_args(argv)
     if not args.command:
         parser.print_help()
         return 2
-    return int(modules[args.command].run(args) or 0)
+    debug = args.debug or os.environ.get("LRLIB_DEBUG", "") not in ("", "0")
+    mod = modules[args.command]
+    try:
+        if hasattr(mod, "plan"):
+            print(f"lrlib {args.command}: {mod.plan(args)}", file=sys.stderr, flush=True)
+        return int(mod.run(args) or 0)
+    except (UsageError, *user_errors()) as exc:
+        if debug:
+            raise
+        print(
+            f"lrlib {args.command}: error: {_one_line(exc)} (--debug shows the traceback)",
+            file=sys.stderr,
+        )
+        return 2
+    except KeyboardInterrupt:
+        print(f"lrlib {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -1,12 +1,16 @@
 """Helpers of the explorer notebook: original and reduced trees side by side, as HTML.
 
-Kept lines are highlighted green, ancestor/placeholder stubs grey, the next action's target
-lines framed in red; dropped lines are dimmed. :func:`explorer` wires dropdowns (step,
-reducer, prompt variant, pruning strategy) to :func:`side_by_side` with ipywidgets.
+The HTML carries inline styles only (no ``<style>`` block), so a committed notebook output
+renders the same before the notebook is trusted. The two trees sit in a two-column grid
+that never grows wider than the notebook (``minmax(0, 1fr)`` columns); each column scrolls
+on its own and long lines wrap inside it. Kept lines are green, ancestor/placeholder stubs
+grey and italic, dropped lines dimmed, the next action's target lines marked by a red bar.
+A diff-like summary (tokens, lines, targets, evidence) heads the view. :func:`explorer`
+wires step / reducer / prompt / pruning menus to :func:`side_by_side` with ipywidgets.
 
 >>> from lrlib.step import Step
 >>> s = Step(goal="Buy", tree="RootWebArea 'Shop'\\n\\t[4] button 'Buy'", target_bids=("4",))
->>> "kept" in tree_html(s.axtree, kept=[2], targets=s.target_lines)
+>>> 'data-kind="kept"' in tree_html(s.axtree, kept=[2], targets=s.target_lines)
 True
 """
 
@@ -19,18 +23,32 @@ from typing import Any
 from .axtree import AxTree
 from .step import Step
 
-STYLE = """<style>
-.lr-pair{display:flex;gap:12px;align-items:flex-start}
-.lr-col{flex:1;min-width:0}
-.lr-tree{font:11px/1.35 monospace;white-space:pre;overflow:auto;max-height:520px;
- border:1px solid #ccc;padding:4px;background:#fff;color:#222}
-.lr-tree .kept{background:#d9f2d9}
-.lr-tree .stub{background:#eeeeee;color:#666}
-.lr-tree .dropped{color:#aaa}
-.lr-tree .target{outline:1px solid #d1495b}
-.lr-tree .no{color:#999;user-select:none}
-.lr-head{font:12px sans-serif;margin:2px 0 4px 0}
-</style>"""
+# inline styles (a notebook's CSS is dropped until it is trusted)
+TREE = (
+    "font:11px/1.35 monospace;white-space:pre-wrap;overflow-wrap:anywhere;overflow:auto;"
+    "max-height:520px;border:1px solid #ccc;padding:4px;margin:0;background:#fff;color:#222;"
+    "box-sizing:border-box;min-height:3em"
+)
+LINE = {
+    "kept": "background:#d9f2d9",
+    "stub": "background:#eeeeee;color:#666;font-style:italic",
+    "dropped": "color:#aaa",
+    "shown": "",  # a line of the reduced text
+}
+TARGET = ";box-shadow:inset 3px 0 0 #d1495b;font-weight:bold"
+NUMBER = "color:#999;user-select:none"
+PAIR = (
+    "display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:10px;"
+    "width:100%;max-width:100%;box-sizing:border-box"
+)
+HEAD = "font:12px sans-serif;margin:2px 0 4px 0"
+COLUMN = "min-width:0;overflow:hidden"
+LINEAR = ("full", "truncate", "truncate-agentlab", "embedding")  # no pruning choice
+
+
+def _line(kind: str, target: bool, body: str) -> str:
+    style = LINE[kind] + (TARGET if target else "")
+    return f'<div class="lr-line {kind}" data-kind="{kind}" style="{style}">{body}</div>'
 
 
 def tree_html(
@@ -40,65 +58,114 @@ def tree_html(
     targets: Iterable[int] = (),
     max_lines: int | None = None,
 ) -> str:
-    """The numbered tree as an HTML ``<div>``, each line classed ``kept``, ``stub`` or
-    ``dropped`` (plus ``target`` for the next action's lines); ``max_lines`` cuts long trees.
+    """The numbered tree as HTML, each line marked ``kept``, ``stub`` or ``dropped`` (its
+    ``data-kind``) with a red bar on the next action's lines; ``max_lines`` cuts long trees.
 
     >>> from lrlib.axtree import parse
-    >>> tree_html(parse("a\\nb"), kept=[1]).count('class="kept')
+    >>> tree_html(parse("a\\nb"), kept=[1]).count('data-kind="kept"')
     1
     """
     kept, stubs, targets = set(kept), set(stubs), set(targets)
     rows = []
     for n, text in enumerate(tree.texts, 1):
         if max_lines is not None and n > max_lines:
-            rows.append(f'<span class="no">... {len(tree) - max_lines} more lines</span>')
+            more = f"... {len(tree) - max_lines} more lines"
+            rows.append(f'<div style="{NUMBER}">{more}</div>')
             break
-        cls = "kept" if n in kept else "stub" if n in stubs else "dropped"
-        if n in targets:
-            cls += " target"
-        rows.append(
-            f'<span class="{cls}"><span class="no">{n:>4} </span>{html.escape(text)}</span>'
-        )
-    return '<div class="lr-tree">' + "\n".join(rows) + "</div>"
+        kind = "kept" if n in kept else "stub" if n in stubs else "dropped"
+        number = f'<span style="{NUMBER}">{n:>4} </span>'
+        rows.append(_line(kind, n in targets, number + html.escape(text)))
+    return f'<div class="lr-tree" data-pane="original" style="{TREE}">' + "".join(rows) + "</div>"
 
 
-def side_by_side(step: Step, reduction: Any, title: str = "", max_lines: int | None = 400) -> str:
-    """HTML: the original tree with kept lines highlighted, next to the reduced text, with
-    token counts and the share of target lines kept. ``reduction`` is a
-    :class:`~lrlib.reducers.Reduction` (``kept``, ``stubs``, ``text``, token counts).
+def reduced_html(text: str, target_bids: Iterable[str] = ()) -> str:
+    """The reduced text, one line per row; lines holding a target's ``[bid]`` get the red bar.
+
+    >>> "box-shadow" in reduced_html("[4] button 'Buy'", ["4"])
+    True
+    """
+    marks = tuple(f"[{b}]" for b in target_bids)
+    rows = [_line("shown", any(m in t for m in marks), html.escape(t)) for t in text.splitlines()]
+    return f'<div class="lr-tree" data-pane="reduced" style="{TREE}">' + "".join(rows) + "</div>"
+
+
+def summary(step: Step, reduction: Any) -> str:
+    """One diff-like line: tokens and lines before -> after, targets and evidence kept.
 
     >>> from lrlib.reducers import get_reducer
     >>> s = Step(goal="Buy", tree="RootWebArea 'Shop'\\n\\t[4] button 'Buy'", target_bids=("4",))
-    >>> "2 of 2 lines" in side_by_side(s, get_reducer("full").reduce(s))
+    >>> summary(s, get_reducer("full").reduce(s))
+    'tokens 14 → 14 (+0%) · lines 2 → 2 kept, 0 stubs, 0 dropped · targets kept 1/1 · evidence kept'
+    """
+    from .metrics import covers_evidence
+
+    n, kept, stubs = (
+        len(step.axtree),
+        set(reduction.kept),
+        set(reduction.stubs) - set(reduction.kept),
+    )
+    targets = step.target_lines
+    hit = sum(t in kept for t in targets)
+    evidence = covers_evidence(step, kept)
+    parts = [
+        f"tokens {reduction.tokens_before:,} → {reduction.tokens_after:,} "
+        f"({0.0 - reduction.reduction:+.0%})",
+        f"lines {n:,} → {len(kept):,} kept, {len(stubs):,} stubs, "
+        f"{n - len(kept) - len(stubs):,} dropped",
+        f"targets kept {hit}/{len(targets)}" if targets else "no target line",
+        "no evidence" if evidence is None else f"evidence {'kept' if evidence else 'LOST'}",
+    ]
+    return " · ".join(parts)
+
+
+def side_by_side(step: Step, reduction: Any, title: str = "", max_lines: int | None = 400) -> str:
+    """HTML: the summary, then the original tree (kept lines highlighted) beside the reduced
+    text. ``reduction`` is a :class:`~lrlib.reducers.Reduction`.
+
+    >>> from lrlib.reducers import get_reducer
+    >>> s = Step(goal="Buy", tree="RootWebArea 'Shop'\\n\\t[4] button 'Buy'", target_bids=("4",))
+    >>> "lines 2 → 2 kept" in side_by_side(s, get_reducer("full").reduce(s))
     True
     """
-    tree = step.axtree
-    targets = step.target_lines
-    kept = set(reduction.kept)
-    hit = sum(t in kept for t in targets)
-    target_note = f"targets kept: {hit}/{len(targets)}" if targets else "no target line"
     failure = (
-        f" - <b>failure: {html.escape(str(reduction.failure))}</b>" if reduction.failure else ""
+        f' · <b style="color:#b00">fallback: {html.escape(str(reduction.failure))}</b>'
+        if reduction.failure
+        else ""
     )
-    left_head = (
-        f"original: {len(tree)} lines, {reduction.tokens_before:,} tokens; "
-        f"highlighted: {len(kept)} of {len(tree)} lines kept, {target_note}"
+    head = f'<div style="{HEAD}"><b>{html.escape(title)}</b></div>' if title else ""
+    goal = html.escape(step.goal[:300])
+    top = (
+        f'<div class="lr-summary" style="{HEAD}"><b>{html.escape(summary(step, reduction))}</b>'
+        f'{failure}</div><div style="{HEAD}"><b>goal:</b> {goal}</div>'
     )
-    right_head = (
-        f"reduced: {reduction.tokens_after:,} tokens ({reduction.reduction:.0%} reduction){failure}"
+    legend = (
+        f'original, {len(step.axtree):,} lines: <span style="{LINE["kept"]}">kept</span> '
+        f'<span style="{LINE["stub"]}">stub</span> <span style="{LINE["dropped"]}">dropped'
+        f'</span> <span style="{TARGET}">target</span>'
     )
-    reduced = '<div class="lr-tree">' + html.escape(reduction.text) + "</div>"
-    head = f"<h4 style='margin:4px 0'>{html.escape(title)}</h4>" if title else ""
+    left = tree_html(step.axtree, reduction.kept, reduction.stubs, step.target_lines, max_lines)
+    right = reduced_html(reduction.text, step.target_bids)
     return (
-        STYLE
-        + head
-        + '<div class="lr-pair">'
-        + f'<div class="lr-col"><div class="lr-head">{left_head}</div>'
-        + tree_html(tree, kept, reduction.stubs, targets, max_lines)
-        + "</div>"
-        + f'<div class="lr-col"><div class="lr-head">{right_head}</div>{reduced}</div>'
-        + "</div>"
+        f'<div class="lr-view" style="width:100%;max-width:100%;min-width:0">{head}{top}'
+        f'<div class="lr-pair" style="{PAIR}">'
+        f'<div class="lr-col" style="{COLUMN}"><div style="{HEAD}">{legend}</div>{left}</div>'
+        f'<div class="lr-col" style="{COLUMN}"><div style="{HEAD}">reduced, '
+        f"{reduction.tokens_after:,} tokens</div>{right}</div></div></div>"
     )
+
+
+def applies(reducer: str) -> dict[str, bool]:
+    """Which menus act on ``reducer``: the prompt on LineRetriever only, the pruning strategy
+    on the reducers that take one.
+
+    >>> applies("bm25"), applies("truncate")
+    ({'prompt': False, 'strategy': True}, {'prompt': False, 'strategy': False})
+    """
+    from .reducers import reducer_options
+
+    options = reducer_options(reducer)
+    takes = reducer == "lineretriever" or (options is not None and "strategy" in options)
+    return {"prompt": reducer == "lineretriever", "strategy": takes or reducer == "program"}
 
 
 def explorer(
@@ -109,25 +176,48 @@ def explorer(
     strategies: Sequence[str],
     describe: Callable[[str], str] | None = None,
     labels: Mapping[str, str] | None = None,
+    start: Sequence[str] | None = None,
 ):
-    """An ipywidgets explorer: dropdowns for step, reducer, prompt variant and pruning
-    strategy; the view below shows :func:`side_by_side` for the choice.
+    """An ipywidgets explorer: menus for step, reducer, prompt variant and pruning strategy
+    (starting at ``start = (reducer, prompt, strategy)``), previous/next buttons (or the
+    arrow keys in the step menu), and :func:`side_by_side` for the choice below. A menu that
+    does not act on the chosen reducer is disabled and says why in its tooltip.
 
-    ``reduce(step, reducer, prompt, strategy)`` returns a Reduction (the notebook decides
-    how; for LineRetriever it replays cached answers). ``describe(reducer)`` gives the title
-    (e.g. the retriever model). Returns the widget (display it).
+    ``reduce(step, reducer, prompt, strategy)`` returns a Reduction; ``describe(reducer)``
+    gives the title (e.g. the retriever model). Returns the widget (display it).
     """
     import ipywidgets as w
 
     labels = labels or {}
-    options = [(labels.get(s.step_id, s.step_id), i) for i, s in enumerate(steps)]
-    pick_step = w.Dropdown(options=options, description="step", layout={"width": "60%"})
-    pick_reducer = w.Dropdown(options=list(reducers), description="reducer")
-    pick_prompt = w.Dropdown(options=list(prompts), description="prompt")
-    pick_strategy = w.Dropdown(options=list(strategies), description="pruning")
-    view = w.HTML()
+    reducer0, prompt0, strategy0 = start or (reducers[0], prompts[0], strategies[0])
+    options = [(f"{i + 1}. " + labels.get(s.step_id, s.step_id), i) for i, s in enumerate(steps)]
+    full = w.Layout(width="auto", min_width="0")
+    pick_step = w.Dropdown(options=options, value=0, description="step", layout=full)
+    pick_reducer = w.Dropdown(options=list(reducers), value=reducer0, description="reducer")
+    pick_prompt = w.Dropdown(options=list(prompts), value=prompt0, description="prompt")
+    pick_strategy = w.Dropdown(options=list(strategies), value=strategy0, description="pruning")
+    prev, nxt = w.Button(description="◀ previous"), w.Button(description="next ▶")
+    for b in (prev, nxt):
+        b.layout = w.Layout(width="110px")
+    note = w.HTML(layout=w.Layout(margin="0 0 0 8px"))  # why a menu is greyed out
+    note.add_class("lr-explorer-note")
+    view = w.HTML(layout=w.Layout(width="100%", min_width="0", overflow="hidden"))
+    view.add_class("lr-explorer-view")
 
     def refresh(*_: Any) -> None:
+        act = applies(pick_reducer.value)
+        off = []
+        for menu, key in ((pick_prompt, "prompt"), (pick_strategy, "strategy")):
+            menu.disabled = not act[key]
+            menu.tooltip = None if act[key] else f"does not apply to {pick_reducer.value}"
+            off += [] if act[key] else [menu.description]
+        note.value = (
+            f"<i style='color:#666'>{' and '.join(off)} menu does not apply to "
+            f"{html.escape(pick_reducer.value)}</i>"
+            if off
+            else ""
+        )
+        prev.disabled, nxt.disabled = pick_step.value == 0, pick_step.value == len(steps) - 1
         step = steps[pick_step.value]
         try:
             red = reduce(step, pick_reducer.value, pick_prompt.value, pick_strategy.value)
@@ -135,22 +225,42 @@ def explorer(
             view.value = f"<pre>{html.escape(f'{type(exc).__name__}: {exc}')}</pre>"
             return
         title = describe(pick_reducer.value) if describe else pick_reducer.value
-        goal = html.escape(step.goal[:300])
-        view.value = f"<div class='lr-head'><b>goal:</b> {goal}</div>" + side_by_side(
-            step, red, title
-        )
+        chosen = [
+            f"{k} {m.value}" for m, k in ((pick_prompt, "prompt"), (pick_strategy, "pruning"))
+        ]
+        shown = [c for c, on in zip(chosen, (act["prompt"], act["strategy"]), strict=True) if on]
+        view.value = side_by_side(step, red, " · ".join([title, *shown]))
 
+    def move(delta: int) -> Callable[[Any], None]:
+        def go(_: Any) -> None:
+            pick_step.value = min(max(pick_step.value + delta, 0), len(steps) - 1)
+
+        return go
+
+    prev.on_click(move(-1))
+    nxt.on_click(move(+1))
     for widget in (pick_step, pick_reducer, pick_prompt, pick_strategy):
         widget.observe(refresh, names="value")
     refresh()
-    return w.VBox([w.HBox([pick_step, pick_reducer]), w.HBox([pick_prompt, pick_strategy]), view])
+    wrap = w.Layout(flex_flow="row wrap", width="100%")
+    controls = w.VBox(
+        [
+            w.HBox([prev, nxt, w.Box([pick_step], layout=w.Layout(flex="1 1 0", min_width="0"))]),
+            w.HBox([pick_reducer, pick_prompt, pick_strategy, note], layout=wrap),
+        ],
+        layout=w.Layout(width="100%"),
+    )
+    box = w.VBox([controls, view], layout=w.Layout(width="100%", min_width="0"))
+    box.add_class("lr-explorer")
+    return box
 
 
 class Switch:
     """``(step, reducer, prompt, strategy) -> Reduction`` for :func:`explorer`: builds each
-    reducer once; ``lineretriever`` through the given factory (prompt and strategy apply to
-    it only), the others from the registry. Offline, a LineRetriever step without a cached
-    answer comes back as a labelled full-tree fallback (see :func:`lrlib.replay.safe_reduce`).
+    reducer once; ``lineretriever`` through the given factory, the others from the registry
+    (with the pruning strategy when they take one, see :func:`applies`). Offline, a
+    LineRetriever step without a cached answer comes back as a labelled full-tree fallback
+    (see :func:`lrlib.replay.safe_reduce`).
 
     >>> s = Step(goal="g", tree="a\\nb\\nc", target_bids=())
     >>> Switch(lineretriever=None)(s, "full", "paper", "remove").tokens_after > 0
@@ -165,12 +275,19 @@ class Switch:
         from .reducers import get_reducer
         from .replay import safe_reduce
 
-        key = (reducer, prompt, strategy) if reducer == "lineretriever" else (reducer,)
+        act = applies(reducer)
+        key = (
+            reducer,
+            prompt if act["prompt"] else None,
+            strategy if act["strategy"] else None,
+        )
         if key not in self._built:
             if reducer == "lineretriever":
                 if self._factory is None:
                     raise ValueError("no LineRetriever factory given")
                 self._built[key] = self._factory(prompt=prompt, strategy=strategy)
+            elif act["strategy"]:
+                self._built[key] = get_reducer(reducer, strategy=strategy)
             else:
                 self._built[key] = get_reducer(reducer)
         return safe_reduce(self._built[key], step)

@@ -99,8 +99,8 @@ class Endpoint:
             return cls("embedded", MODEL_ID)
         if not model:
             raise LLMError(
-                "no model named for the endpoint: pass model=... or set LRLIB_MODEL "
-                "(e.g. LRLIB_MODEL=gpt-4.1-mini)"
+                f"no model named for the endpoint {base_url or 'api.openai.com'}: pass --model "
+                "NAME (model=... in Python) or set LRLIB_MODEL (e.g. LRLIB_MODEL=gpt-4.1-mini)"
             )
         host = urlsplit(base_url).hostname if base_url else "api.openai.com"
         if model == MODEL_ID:

@@ -43,6 +43,29 @@ def cache_dir() -> Path:
     return _env_path("LRLIB_CACHE_DIR", data_dir() / "cache")
 
 
+def shipped_cache_dir() -> Path:
+    """The answers shipped with the dataset (``<data>/cache/llm``): read by every run,
+    written only by the maintainer command ``lrlib cache --refresh``."""
+    return data_dir() / "cache" / "llm"
+
+
+def user_cache_dir() -> Path:
+    """Where new model answers go (``$LRLIB_CACHE_DIR/llm`` or ``<repo>/.lrlib/cache/llm``,
+    gitignored): using lrlib never changes tracked files.
+
+    >>> user_cache_dir().parts[-3:]
+    ('.lrlib', 'cache', 'llm')
+    """
+    custom = os.environ.get("LRLIB_CACHE_DIR", "").strip()
+    return (Path(custom).expanduser().resolve() if custom else work_dir() / "cache") / "llm"
+
+
+def results_dir() -> Path:
+    """Where commands write their result tables (``$LRLIB_RESULTS_DIR`` or
+    ``<repo>/.lrlib/results``, gitignored)."""
+    return _env_path("LRLIB_RESULTS_DIR", work_dir() / "results")
+
+
 def work_dir() -> Path:
     """Scratch state that is never committed, e.g. the tiktoken files
     (``$LRLIB_WORK_DIR`` or ``<repo>/.lrlib``)."""

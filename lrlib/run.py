@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from . import paths
+from .pruning import STRATEGIES
 from .reducers.base import Reduction
 from .step import Step
 
@@ -44,6 +45,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
 }
 _CLIENT_KEYS = ("max_tokens", "temperature", "seed", "model")
 DEFAULT_ANSWERS = ("tags", "json")
+DEFAULT_ANSWER = "json"  # structured output: the embedded model closes it, tags it does not
 DEFAULT_SPLIT = "validation"
 DEFAULT_N_STEPS = 40
 
@@ -211,7 +213,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help=f"the notebooks' {DEFAULT_N_STEPS} {DEFAULT_SPLIT} steps (default_steps())",
     )
-    sel.add_argument("--split", default=None, help="train or validation (default: all)")
+    from .data import SPLITS
+    from .prompts import list_prompts
+    from .views import list_views
+
+    sel.add_argument("--split", default=None, choices=SPLITS, help="default: every split")
     sel.add_argument("--benchmark", default=None, help="workarena or webarena")
     sel.add_argument(
         "--limit",
@@ -220,13 +226,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="first N steps (by step_id; with --default-steps, the first N of them)",
     )
     cfg = parser.add_argument_group("retriever")
-    cfg.add_argument("--prompt", default=d["prompt"], help="prompt variant (lrlib.list_prompts())")
-    cfg.add_argument("--view", default=d["view"], help="retriever view: full or compact")
-    cfg.add_argument("--answer", default="tags", choices=["tags", "json", "both"])
-    cfg.add_argument("--think", action=argparse.BooleanOptionalAction, default=d["think"])
-    cfg.add_argument("--history", action=argparse.BooleanOptionalAction, default=d["history"])
-    cfg.add_argument("--strategy", default="structure", choices=["remove", "structure"])
-    cfg.add_argument("--on-failure", default="full", choices=["full", "truncate"])
+    cfg.add_argument("--prompt", default=d["prompt"], choices=list_prompts(), help="prompt variant")
+    cfg.add_argument("--view", default=d["view"], choices=list_views(), help="retriever view")
+    cfg.add_argument(
+        "--answer",
+        default=DEFAULT_ANSWER,
+        choices=["tags", "json", "both"],
+        help="json: structured output under a schema (OpenAI, vLLM, llama.cpp, the embedded "
+        "model); tags: free text with <answer> tags, for endpoints without structured output",
+    )
+    cfg.add_argument(
+        "--think", action=argparse.BooleanOptionalAction, default=d["think"], help="reasoning"
+    )
+    cfg.add_argument(
+        "--history", action=argparse.BooleanOptionalAction, default=d["history"], help="actions"
+    )
+    cfg.add_argument("--strategy", default="structure", choices=STRATEGIES, help="pruning")
+    cfg.add_argument("--on-failure", default="full", choices=["full", "truncate"], help="fallback")
     cfg.add_argument("--budget", type=int, default=None, help="tokens, for --on-failure truncate")
     cfg.add_argument("--min-lines", type=int, default=3, help="fewer selected lines: a failure")
     cfg.add_argument(
@@ -238,18 +254,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     llm = parser.add_argument_group("model (default: the embedded SmolLM2-135M-Instruct)")
     llm.add_argument("--model", default=None, help="model name (or LRLIB_MODEL; default SmolLM2)")
     llm.add_argument("--base-url", default=None, help="OpenAI-compatible URL (or OPENAI_BASE_URL)")
-    llm.add_argument("--max-tokens", type=int, default=d["max_tokens"])
-    llm.add_argument("--temperature", type=float, default=d["temperature"])
-    llm.add_argument("--seed", type=int, default=d["seed"])
+    llm.add_argument("--max-tokens", type=int, default=d["max_tokens"], help="answer length")
+    llm.add_argument("--temperature", type=float, default=d["temperature"], help="sampling")
+    llm.add_argument("--seed", type=int, default=d["seed"], help="sampling seed")
     llm.add_argument("--concurrency", type=int, default=8, help="requests in flight")
     llm.add_argument("--timeout", type=float, default=None, help="seconds per attempt")
     llm.add_argument("--max-retries", type=int, default=4, help="retries on 429/5xx/timeouts")
     llm.add_argument("--context", type=int, default=None, help="model context in tokens")
     llm.add_argument("--offline", action="store_true", help="answers from the cache only")
-    llm.add_argument("--refresh", action="store_true", help="ask again, overwrite the cache")
-    llm.add_argument("--cache-dir", default=None, help="response cache (default data/cache/llm)")
+    llm.add_argument(
+        "--refresh", action="store_true", help="ask again; new answers shadow the cached ones"
+    )
+    llm.add_argument(
+        "--cache-dir",
+        default=None,
+        help="write answers here (default: .lrlib/cache/llm, reading data/cache/llm too)",
+    )
     parser.add_argument(
-        "-o", "--out", default=None, help="results CSV (default .lrlib/runs/lineretriever.csv)"
+        "-o", "--out", default=None, help="results CSV (default .lrlib/results/lineretriever.csv)"
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -261,6 +283,39 @@ def _select_steps(args: argparse.Namespace) -> list[Step]:
 
     steps = sorted(load_steps(split=args.split, benchmark=args.benchmark), key=lambda s: s.step_id)
     return steps[: args.limit] if args.limit is not None else steps
+
+
+# seconds per uncached answer of the embedded SmolLM2 on 2 shared cores (README, measured)
+EMBEDDED_SECONDS_PER_ANSWER = 45
+
+
+def plan(args: argparse.Namespace) -> str:
+    """One line, before any work: what ``lrlib run`` will compute and roughly how long."""
+    from .llm import Endpoint
+
+    endpoint = Endpoint.resolve(args.model, args.base_url)  # fails now on a bad endpoint
+    n = len(_select_steps(args))
+    modes = 2 if args.answer == "both" else 1
+    where = "cache only" if args.offline else f"{endpoint.model} ({endpoint.kind})"
+    line = f"{n} steps x {modes} answer format(s) = {n * modes} answers from {where}"
+    if args.offline:
+        return line + "; uncached steps fall back to the full tree"
+    cost = n * modes * EMBEDDED_SECONDS_PER_ANSWER  # the server's slots share one core
+    if endpoint.kind == "embedded" and endpoint.base_url is None:
+        return line + (
+            f"; cached answers replay at once, each new one takes ~{EMBEDDED_SECONDS_PER_ANSWER}"
+            f" s on 2 cores (at most ~{_duration(cost)})"
+        )
+    return line + "; cached answers replay at once, new ones take the endpoint's time"
+
+
+def _duration(seconds: float) -> str:
+    """``"40 s"`` or ``"3 min"``.
+
+    >>> _duration(40), _duration(200)
+    ('40 s', '3 min')
+    """
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -308,7 +363,7 @@ def run(args: argparse.Namespace) -> int:
     except LLMError as exc:
         print(f"error: {exc}\nanswers received so far are cached: rerun to resume", file=sys.stderr)
         return 1
-    out = Path(args.out) if args.out else paths.work_dir() / "runs" / "lineretriever.csv"
+    out = Path(args.out) if args.out else paths.results_dir() / "lineretriever.csv"
     params = {k: v for k, v in reducers[0].params.items() if k not in ("answer", "prompt_hash")}
     write_table(
         rows,

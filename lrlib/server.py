@@ -20,6 +20,7 @@ import json
 import os
 import secrets
 import signal
+import sys
 import threading
 import time
 import urllib.error
@@ -85,8 +86,10 @@ class EmbeddedServer:
         model_path: str | Path | None = None,
         ready_timeout: float = 120.0,
         api_key: str | None = None,
+        announce: bool = False,
     ) -> None:
         self.port, self.host = port, host
+        self.announce = announce  # one line on stderr when it starts and when it is ready
         self.api_key = api_key or secrets.token_urlsafe(24)  # never logged or repr'd
         self.context, self.parallel = context, max(1, parallel)
         self.threads = threads or _default_threads()
@@ -137,12 +140,21 @@ class EmbeddedServer:
             self._server = xllamacpp.Server(params)
             self._address = str(self._server.listening_address).rstrip("/")
             _live.add(self)
+        started = time.monotonic()
+        where = self._address.split("//")[-1]
+        threads = f"{self.threads} thread{'s' if self.threads > 1 else ''}"
+        self._say(f"starting {MODEL_ID.split('.')[0]} on {where} ({threads}) ...")
         try:
             self._wait_ready()
+            self._say(f"{MODEL_ID.split('.')[0]} ready in {time.monotonic() - started:.1f} s")
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _say(self, line: str) -> None:
+        if self.announce:
+            print(line, file=sys.stderr, flush=True)
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.ready_timeout
@@ -193,7 +205,7 @@ def shared_server() -> EmbeddedServer:
     global _shared
     with _shared_lock:
         if _shared is None or not _shared.running:
-            _shared = EmbeddedServer(parallel=shared_parallel()).start()
+            _shared = EmbeddedServer(parallel=shared_parallel(), announce=True).start()
         return _shared
 
 

@@ -2,8 +2,9 @@
 # # 01 · Explore: any step, any reducer, any prompt, any pruning strategy
 #
 # Pick a recorded step, a reducer, a LineRetriever prompt variant and a pruning strategy,
-# and see the original tree (kept lines in green, ancestor stubs in grey, the next action's
-# target framed in red) next to the reduced tree, with token counts.
+# and see the original tree (kept lines in green, ancestor stubs in grey italics, dropped
+# lines dimmed, the next action's target marked by a red bar) next to the reduced tree, under
+# a summary of what changed (tokens, lines, targets and evidence kept).
 #
 # * **Reducers**: LineRetriever (the paper's method) and the baselines: bottom truncation,
 #   embedding retrieval, BM25, the program reducer, random, and the oracle (keeps exactly
@@ -18,7 +19,10 @@
 # answer (another prompt variant, say) is shown as a labelled fallback to the full tree,
 # never sent to a model, unless you configure an endpoint (see the README).
 #
-# The widget needs a live kernel; the static view right below is what it shows first.
+# The widget needs a live kernel (run all cells); the static view right below is what it
+# shows first. The prompt menu acts on LineRetriever only, the pruning menu on the reducers
+# that prune (a menu that does not apply is greyed out). Previous / next step: the buttons,
+# or the arrow keys in the step menu.
 
 # %%
 from functools import partial
@@ -43,4 +47,6 @@ first = reduce(steps[0], *START)
 HTML(explore.side_by_side(steps[0], first, title=replay.describe(START[0])))
 
 # %%
-explore.explorer(steps, reduce, REDUCERS, list(BUILTIN), list(STRATEGIES), describe=replay.describe)
+explore.explorer(
+    steps, reduce, REDUCERS, list(BUILTIN), list(STRATEGIES), describe=replay.describe, start=START
+)

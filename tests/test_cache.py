@@ -180,3 +180,37 @@ def test_two_processes_write_at_once(tmp_path):
         assert entry is not None and entry["text"].split()[0] in ("A", "B")
     assert cache.stats.corrupt == 0
     assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_new_answers_go_to_the_user_area_and_the_shipped_cache_is_only_read(tmp_path, monkeypatch):
+    """The default cache writes under .lrlib (gitignored), reads data/cache/llm too, and
+    never writes the shipped layer, not even when refreshing."""
+    from lrlib import paths
+
+    monkeypatch.delenv("LRLIB_CACHE_DIR")
+    monkeypatch.setenv("LRLIB_WORK_DIR", str(tmp_path / "work"))
+    monkeypatch.setenv("LRLIB_DATA_DIR", str(tmp_path / "data"))
+    shipped = ResponseCache(paths.shipped_cache_dir())
+    old, new = key(), key(model="m2")
+    shipped.put(old, ENTRY)
+    before = sorted(p.read_bytes() for p in paths.shipped_cache_dir().rglob("*.json"))
+    cache = ResponseCache()
+    assert cache.root == tmp_path / "work" / "cache" / "llm"
+    assert cache.get(old)["text"] == ENTRY["text"]  # replayed from the shipped layer
+    cache.put(new, {**ENTRY, "text": "fresh"})
+    ResponseCache(refresh=True).put(old, {**ENTRY, "text": "refreshed"})
+    assert sorted(p.read_bytes() for p in paths.shipped_cache_dir().rglob("*.json")) == before
+    assert ResponseCache().get(old)["text"] == "refreshed"  # the user's answer shadows
+    assert ResponseCache().get(new)["text"] == "fresh" and new not in shipped
+    assert set(ResponseCache().keys()) == {old, new}  # keys(): the layer it writes
+
+
+def test_the_shipped_answers_replay_through_the_default_cache(monkeypatch, tmp_path):
+    """The repository's own layout: a key of data/cache/llm is found by ResponseCache()."""
+    from lrlib import paths
+
+    monkeypatch.delenv("LRLIB_CACHE_DIR")
+    monkeypatch.setenv("LRLIB_WORK_DIR", str(tmp_path / "work"))
+    first = next(ResponseCache(paths.shipped_cache_dir()).keys())
+    assert ResponseCache().get(first) is not None
+    assert not (tmp_path / "work" / "cache").exists()  # reading writes nothing

@@ -198,7 +198,7 @@ def test_cli_run_stops_clearly_and_resumes(tmp_path, monkeypatch, capsys):
 
     def cli(url: str) -> int:
         return main(["run", "--split", "validation", "--limit", "6", "--base-url", url,
-                     "--model", MODEL, "--view", "full", "--no-think", "--cache-dir",
+                     "--model", MODEL, "--view", "full", "--no-think", "--answer", "tags", "--cache-dir",
                      str(tmp_path / "cache"), "--concurrency", "2", "-o", str(out),
                      "--no-progress"])  # fmt: skip
 
@@ -227,7 +227,7 @@ def test_killed_run_leaves_a_sound_cache_and_resumes(tmp_path, monkeypatch):
 
     def args(url: str) -> list[str]:
         return ["run", "--split", "validation", "--limit", "16", "--base-url", url, "--model",
-                MODEL, "--view", "full", "--no-think", "--cache-dir", str(cache_dir),
+                MODEL, "--view", "full", "--no-think", "--answer", "tags", "--cache-dir", str(cache_dir),
                 "--concurrency", "2", "-o", str(out), "--no-progress"]  # fmt: skip
 
     slow = lambda n, body: ("slow", 0.15, answer_for(body))  # noqa: E731

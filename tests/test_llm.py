@@ -299,3 +299,21 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def test_readme_example_builds_the_messages_the_pipeline_sends(capsys):
+    """The README's Python example shows exactly what `lrlib run` and the notebooks send
+    (LineRetriever in lrlib.run.DEFAULT_CONFIG, default answer format)."""
+    import re as _re
+
+    from lrlib import paths
+    from lrlib.run import DEFAULT_ANSWER, default_reducer
+
+    readme = (paths.REPO_DIR / "README.md").read_text()
+    blocks = _re.findall(r"```python\n(.*?)```", readme, _re.S)
+    example = next(b for b in blocks if "get_prompt" in b and "messages" in b)
+    scope: dict = {}
+    exec(compile(example, "README.md", "exec"), scope)
+    assert capsys.readouterr().out.strip()  # it prints the reduced tree
+    sent = default_reducer(DEFAULT_ANSWER, cache=False).request(scope["step"])
+    assert [dict(m) for m in sent.messages] == scope["messages"]

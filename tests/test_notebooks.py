@@ -53,6 +53,76 @@ def test_pairing_is_in_sync(source):
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_saving_in_jupyter_rewrites_the_py_unchanged(source):
+    """What jupytext writes when JupyterLab saves the paired notebook (with the committed
+    .ipynb's metadata and notebooks/jupytext.toml) is the committed .py, byte for byte:
+    no metadata header appears."""
+    import jupytext
+    from jupytext.config import load_jupytext_configuration_file
+
+    config = load_jupytext_configuration_file(str(NOTEBOOKS / "jupytext.toml"))
+    nb = nbformat.read(source.with_suffix(".ipynb"), as_version=4)
+    nb.metadata.setdefault("jupytext", {}).update(
+        {"text_representation": {"jupytext_version": jupytext.__version__}}
+    )
+    text = jupytext.writes(nb, fmt="py:percent", config=config)
+    assert text == source.read_text(encoding="utf-8"), f"{source.stem}: a save would change it"
+
+
+def test_project_jupyter_config_keeps_committed_runs(tmp_path):
+    """`.jupyter/jupyter_server_config.py` (what `make lab` loads): saving a committed
+    notebook whose sources did not change keeps the file and puts the run in the user
+    area, without widget state; an edited notebook is saved."""
+    import runpy
+
+    class Config(dict):
+        def __getattr__(self, name):
+            return self.setdefault(name, Config())
+
+    config = Config()
+    hook = runpy.run_path(
+        str(paths.REPO_DIR / ".jupyter" / "jupyter_server_config.py"),
+        init_globals={"get_config": lambda: config},
+    )["keep_committed_runs"]
+    assert config.ContentsManager.pre_save_hook is hook
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    for suffix in (".py", ".ipynb"):
+        (folder / f"01_explore{suffix}").write_bytes(
+            (NOTEBOOKS / f"01_explore{suffix}").read_bytes()
+        )
+    committed = json.loads((folder / "01_explore.ipynb").read_text())
+    run = json.loads(json.dumps(committed))
+    run["metadata"]["widgets"] = {"state": {}}
+    run["cells"][-1]["outputs"] = [
+        {"output_type": "display_data", "metadata": {}, "data": {
+            "text/plain": "VBox()", "application/vnd.jupyter.widget-view+json": {"model_id": "x"}}}
+    ]  # fmt: skip
+
+    class Manager:
+        def _get_os_path(self, path):
+            return str(folder / path)
+
+    os.environ["LRLIB_WORK_DIR"], before = str(tmp_path / "work"), os.environ.get("LRLIB_WORK_DIR")
+    try:
+        model = {"type": "notebook", "content": run}
+        hook(model=model, path="01_explore.ipynb", contents_manager=Manager())
+        assert model["content"] == committed  # the committed run is what gets written
+        mine = json.loads((tmp_path / "work" / "lab" / "01_explore.ipynb").read_text())
+        assert "widgets" not in mine["metadata"] and "widget-view" not in json.dumps(mine)
+        edited = json.loads(json.dumps(committed))
+        edited["cells"][0]["source"] = "# an edit"
+        model = {"type": "notebook", "content": edited}
+        hook(model=model, path="01_explore.ipynb", contents_manager=Manager())
+        assert model["content"] is edited  # an edit is saved
+    finally:
+        if before is None:
+            del os.environ["LRLIB_WORK_DIR"]
+        else:
+            os.environ["LRLIB_WORK_DIR"] = before
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
 def test_notebooks_are_thin(source):
     """Logic lives in lrlib: no classes, no long functions, no prompt texts or templates."""
     nb = figures.read_source(source)

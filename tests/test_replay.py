@@ -116,11 +116,11 @@ def test_explorer_view_highlights_kept_lines_and_labels_fallbacks(steps, empty_c
     switch = explore.Switch(lineretriever=replay.lineretriever)
     oracle = switch(steps[0], "oracle", "paper", "remove")
     html = explore.side_by_side(steps[0], oracle, title="oracle")
-    assert html.count('class="kept') == len(oracle.kept)
-    assert "targets kept: 1/1" in html
+    assert html.count('data-kind="kept"') == len(oracle.kept)
+    assert "targets kept 1/1" in html
     lr = switch(steps[0], "lineretriever", "soft", "structure")
     assert lr.failure == replay.NO_ANSWER
-    assert "failure: offline:no_cached_answer" in explore.side_by_side(steps[0], lr)
+    assert "fallback: offline:no_cached_answer" in explore.side_by_side(steps[0], lr)
     widget = explore.explorer(steps, switch, ["oracle", "lineretriever"], ["paper"], ["remove"])
     assert "lr-pair" in widget.children[-1].value
 

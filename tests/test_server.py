@@ -78,7 +78,7 @@ def test_server_binds_loopback_answers_and_stops(tmp_path):
 
 
 @pytest.mark.slow
-def test_default_client_runs_the_embedded_model_in_structured_mode(real_trees, tmp_path):
+def test_default_client_runs_the_embedded_model_in_structured_mode(real_trees, tmp_path, capfd):
     t = real_trees["workarena_ipad"]
     small = "\n".join(t["tree"].split("\n")[:25])  # a real tree, cut to keep the test short
     step = Step(goal=t["goal"], tree=small, history=("click('a225')",), step_id="ipad")
@@ -102,6 +102,9 @@ def test_default_client_runs_the_embedded_model_in_structured_mode(real_trees, t
     u = red.usage
     assert u["model"] == MODEL_ID and u["endpoint"] == "embedded" and u["prompt_tokens"] > 100
     assert 0 < u["completion_tokens"] <= 48 and u["llm_latency_s"] > 0
+    err = capfd.readouterr().err  # the shared server says when it starts and where
+    assert re.search(r"starting SmolLM2-135M-Instruct on 127\.0\.0\.1:\d+ \(\d+ threads?\)", err)
+    assert re.search(r"SmolLM2-135M-Instruct ready in \d+\.\d s", err)
 
 
 def test_serve_command_prints_the_url_and_stops_on_sigterm():

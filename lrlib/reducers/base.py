@@ -134,6 +134,9 @@ def get_reducer(name: str, **params: Any) -> Reducer:
     _load_builtins()
     if name not in _REGISTRY:
         raise KeyError(f"unknown reducer {name!r}; valid reducers: {', '.join(sorted(_REGISTRY))}")
+    from . import check_options
+
+    check_options(name, params)  # a misspelled option fails here, not silently
     return _REGISTRY[name](**params)
 
 

@@ -1,0 +1,256 @@
+"""JupyterLab in a real headless Chromium: the explorer notebook as a user sees it.
+
+The test starts JupyterLab on 127.0.0.1 (a free port, a token, the project's server settings
+from ``.jupyter/``, throw-away user settings and runtime folders) on a temporary copy of the
+notebooks folder, opens ``01_explore``, runs every cell, changes every control and reads the
+DOM: both trees must lie inside the viewport, side by side, at two window sizes, and every
+change must show within 1 s. Then it saves the notebook the way a user does (Ctrl+S) and
+checks that the files the repository tracks did not change (the run goes to the user area).
+Screenshots go to ``.lrlib/screenshots/`` (gitignored).
+
+It needs Debian's ``chromium`` (``make browser`` installs it; ``make test`` runs that first)
+and the ``playwright`` package (dev extra); without a browser it is skipped, loudly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from lrlib import paths
+
+CHROMIUM = Path(os.environ.get("LRLIB_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+SHOTS = paths.REPO_DIR / ".lrlib" / "screenshots"
+NOTEBOOK = "01_explore"
+UPDATE_S = 1.0  # a control's change must show within this
+
+pytestmark = pytest.mark.slow
+
+
+def _missing() -> str | None:
+    if not CHROMIUM.is_file():
+        return (
+            f"NO BROWSER: {CHROMIUM} is missing, so the JupyterLab explorer is NOT TESTED; "
+            "run `make browser` (apt-get install chromium, as root)"
+        )
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "NO PLAYWRIGHT: pip install -e '.[dev]'; the JupyterLab explorer is NOT TESTED"
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A JupyterLab server on a copy of notebooks/: (url, token, notebooks copy, work dir)."""
+    reason = _missing()
+    if reason:
+        print(f"\n!!! {reason}", file=sys.stderr)
+        pytest.skip(reason)
+    root = tmp_path_factory.mktemp("lab")
+    notebooks = root / "notebooks"
+    shutil.copytree(paths.notebooks_dir(), notebooks, ignore=shutil.ignore_patterns(".ipynb*"))
+    settings = root / "settings" / "@jupyterlab" / "notebook-extension"
+    settings.mkdir(parents=True)
+    # every cell stays in the DOM (JupyterLab 4 detaches cells scrolled out of view)
+    (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+    apputils = root / "settings" / "@jupyterlab" / "apputils-extension"
+    apputils.mkdir(parents=True)
+    (apputils / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(root / "config"),  # not the user's own settings
+        "JUPYTER_CONFIG_PATH": str(paths.REPO_DIR / ".jupyter"),  # what `make lab` adds
+        "JUPYTER_RUNTIME_DIR": str(root / "runtime"),
+        "JUPYTERLAB_SETTINGS_DIR": str(root / "settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(root / "workspaces"),
+        "LRLIB_WORK_DIR": str(root / "work"),
+        "LRLIB_OFFLINE": "1",
+        "LRLIB_QUICK": "1",
+        "PYTHONPATH": str(paths.REPO_DIR),
+    }
+    cmd = [
+        sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
+        "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={notebooks}", "--ServerApp.port_retries=0",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--LabApp.news_url=None",
+    ] + (["--allow-root"] if os.geteuid() == 0 else [])  # fmt: skip
+    log = (root / "lab.log").open("w")
+    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2):
+                break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"JupyterLab did not start: {(root / 'lab.log').read_text()[-2000:]}")
+            time.sleep(0.3)
+    yield url, token, notebooks, root / "work"
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+def _panes_in_view(page, label: str) -> None:
+    """Both trees visible, side by side, inside the viewport horizontally."""
+    page.locator(".lr-explorer").scroll_into_view_if_needed()
+    width = page.viewport_size["width"]
+    left = page.locator('.lr-explorer-view [data-pane="original"]').bounding_box()
+    right = page.locator('.lr-explorer-view [data-pane="reduced"]').bounding_box()
+    assert left and right, f"{label}: a pane is missing"
+    for name, box in (("original", left), ("reduced", right)):
+        assert box["width"] > 100 and box["height"] > 20, f"{label}: {name} pane is {box}"
+        assert box["x"] >= 0 and box["x"] + box["width"] <= width, (
+            f"{label}: {name} pane at x={box['x']:.0f}..{box['x'] + box['width']:.0f} "
+            f"leaves the {width} px viewport"
+        )
+    assert right["x"] >= left["x"] + left["width"] - 1, f"{label}: panes overlap"
+    assert abs(right["y"] - left["y"]) < 40, f"{label}: panes are not side by side"
+
+
+def _change(page, label: str, action) -> float:
+    """Do ``action``; seconds until the explorer's view shows something new."""
+    view = page.locator(".lr-explorer-view")
+    before = view.inner_html()
+    start = time.perf_counter()
+    action()
+    page.wait_for_function(
+        "old => document.querySelector('.lr-explorer-view').innerHTML !== old",
+        arg=before,
+        timeout=15_000,
+    )
+    return time.perf_counter() - start
+
+
+def _menu(page, name: str):
+    return page.locator(".lr-explorer .widget-dropdown", has_text=name).locator("select")
+
+
+def _use_the_explorer(page, url: str, token: str) -> None:
+    """Run the notebook; change every control; check the panes and the timings."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    page.goto(f"{url}/lab/tree/{NOTEBOOK}.ipynb?token={token}")
+    page.locator(".jp-Notebook").first.wait_for(timeout=60_000)
+    dialog = page.locator(".jp-Dialog", has_text="Select Kernel")
+    try:  # JupyterLab may ask once which kernel to start (Python 3 is preselected)
+        dialog.wait_for(timeout=5_000)
+        dialog.get_by_role("button", name="Select").click()
+    except PlaywrightTimeout:
+        pass
+    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").first.wait_for(
+        timeout=60_000
+    )
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    page.locator(".lr-explorer-view [data-pane='reduced']").wait_for(timeout=60_000)
+    page.screenshot(path=str(SHOTS / "explorer-1280.png"))
+    _panes_in_view(page, "1280 px, first view")
+
+    # the initial state is the notebook's START: lineretriever, paper, structure
+    assert _menu(page, "reducer").input_value() == "lineretriever"
+    assert _menu(page, "prompt").input_value() == "paper"
+    assert _menu(page, "pruning").input_value() == "structure"
+
+    times = {}
+    step = _menu(page, "step")
+    times["step menu"] = _change(page, "step", lambda: step.select_option(index=1))
+    nxt = page.locator(".lr-explorer button", has_text="next")
+    prev = page.locator(".lr-explorer button", has_text="previous")
+    times["next button"] = _change(page, "next", nxt.click)
+    times["previous button"] = _change(page, "previous", prev.click)
+    nxt.focus()  # from the keyboard: the focused button, then the space bar
+    times["next key"] = _change(page, "next key", lambda: page.keyboard.press(" "))
+    assert step.input_value().startswith("3. ")
+    prev.focus()
+    times["previous key"] = _change(page, "previous key", lambda: page.keyboard.press(" "))
+    assert step.input_value().startswith("2. ")
+    times["pruning"] = _change(
+        page, "pruning", lambda: _menu(page, "pruning").select_option("remove")
+    )
+    times["prompt"] = _change(
+        page, "prompt", lambda: _menu(page, "prompt").select_option("defender")
+    )
+    _panes_in_view(page, "after the LineRetriever menus")
+    for reducer in ("bm25", "truncate", "program", "embedding", "random", "oracle"):
+        times[reducer] = _change(
+            page, reducer, lambda r=reducer: _menu(page, "reducer").select_option(r)
+        )
+        prompt, pruning = _menu(page, "prompt"), _menu(page, "pruning")
+        assert prompt.is_disabled(), f"the prompt menu acts on {reducer}?"
+        note = page.locator(".lr-explorer-note").inner_text()
+        assert f"does not apply to {reducer}" in note and "prompt" in note, note
+        assert pruning.is_disabled() == (reducer in ("truncate", "embedding")), reducer
+        _panes_in_view(page, f"reducer {reducer}")
+    slow = {k: round(v, 2) for k, v in times.items() if v > UPDATE_S}
+    assert not slow, f"changes slower than {UPDATE_S} s: {slow} (all: {times})"
+
+    page.set_viewport_size({"width": 760, "height": 900})
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(SHOTS / "explorer-760.png"))
+    _panes_in_view(page, "760 px window")
+
+
+def test_explorer_in_jupyterlab(lab):
+    from playwright.sync_api import sync_playwright
+
+    url, token, notebooks, work = lab
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    original = {s: (notebooks / f"{NOTEBOOK}{s}").read_bytes() for s in (".ipynb", ".py")}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        try:
+            _use_the_explorer(page, url, token)
+        except Exception:
+            page.screenshot(path=str(SHOTS / "failure.png"))
+            raise
+        # save as a user does; the tracked files stay as they were, the run is kept aside
+        page.locator(".jp-Notebook").first.click()
+        page.keyboard.press("Control+s")
+        saved = work / "lab" / f"{NOTEBOOK}.ipynb"
+        deadline = time.monotonic() + 20
+        while not saved.is_file() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        browser.close()
+    assert saved.is_file(), "the user's run was not saved to the user area"
+    assert "widget-view" not in saved.read_text() and "widgets" not in json.loads(
+        saved.read_text()
+    ).get("metadata", {})
+    for suffix, data in original.items():
+        assert (notebooks / f"{NOTEBOOK}{suffix}").read_bytes() == data, (
+            f"saving in JupyterLab changed {NOTEBOOK}{suffix}"
+        )

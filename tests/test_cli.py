@@ -1,0 +1,138 @@
+"""The ``lrlib`` command line answers a user's mistake with one line that names the valid
+choices and exit status 2, never a traceback (``--debug`` shows it); ``--help`` shows the
+defaults; long commands say up front what they will compute."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from lrlib import data
+from lrlib.cli import main
+from lrlib.prompts import list_prompts
+from lrlib.reducers import list_reducers, reducer_options
+from lrlib.views import list_views
+
+
+@pytest.fixture(autouse=True)
+def _offline_and_unconfigured(monkeypatch, tmp_path):
+    """No endpoint from the caller's environment; anything written goes to tmp_path."""
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "LRLIB_MODEL", "OPENAI_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("LRLIB_WORK_DIR", str(tmp_path / "work"))
+    monkeypatch.setenv("LRLIB_RESULTS_DIR", str(tmp_path / "results"))
+
+
+def one_line_error(capsys, argv: list[str]) -> str:
+    """Run ``lrlib argv``; assert status 2 and a single stderr line without a traceback."""
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse errors exit from inside parse_args
+        code = exc.code
+    out = capsys.readouterr()
+    assert code == 2, (code, out.err[-2000:])
+    lines = [line for line in out.err.splitlines() if line.strip()]
+    errors = [line for line in lines if ": error: " in line]
+    assert len(errors) == 1 and lines[-1] == errors[0], out.err
+    assert "Traceback" not in out.err + out.out
+    return errors[0]
+
+
+def test_unknown_reducer(capsys):
+    line = one_line_error(capsys, ["evaluate", "--reducers", "nope", "--limit", "1"])
+    assert "'nope'" in line and all(name in line for name in list_reducers())
+
+
+def test_unknown_reducer_option(capsys):
+    line = one_line_error(capsys, ["evaluate", "--reducers", "bm25:bogus=3", "--limit", "1"])
+    assert "'bogus'" in line and all(opt in line for opt in reducer_options("bm25"))
+
+
+def test_unknown_program_knob(capsys):
+    line = one_line_error(capsys, ["evaluate", "--reducers", "program:bogus=3", "--limit", "1"])
+    assert "bogus" in line and "valid" in line
+
+
+def test_unknown_prompt(capsys):
+    line = one_line_error(capsys, ["run", "--prompt", "nope", "--offline"])
+    assert "'nope'" in line and all(name in line for name in list_prompts())
+
+
+def test_unknown_view(capsys):
+    line = one_line_error(capsys, ["run", "--view", "nope", "--offline"])
+    assert "'nope'" in line and all(name in line for name in list_views())
+
+
+@pytest.mark.parametrize("command", ["run", "evaluate"])
+def test_unknown_split(capsys, command):
+    line = one_line_error(capsys, [command, "--split", "valid", "--limit", "1"])
+    assert "'valid'" in line and all(split in line for split in data.SPLITS)
+
+
+def test_missing_dataset(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("LRLIB_DATA_DIR", str(tmp_path / "nowhere"))
+    line = one_line_error(capsys, ["evaluate", "--reducers", "full", "--limit", "1"])
+    assert "no dataset at" in line and "import-traces" in line
+
+
+def test_endpoint_without_a_model(capsys):
+    line = one_line_error(capsys, ["run", "--base-url", "http://127.0.0.1:9/v1", "--limit", "1"])
+    assert "LRLIB_MODEL" in line and "--model" in line
+
+
+def test_bad_argument(capsys):
+    line = one_line_error(capsys, ["run", "--answer", "xml"])
+    assert "'xml'" in line and all(a in line for a in ("tags", "json", "both"))
+    line = one_line_error(capsys, ["run", "--limit", "many"])
+    assert "--limit" in line and "'many'" in line
+
+
+def test_unknown_command(capsys):
+    line = one_line_error(capsys, ["evaluat"])
+    assert "evaluate" in line and "run" in line
+
+
+def test_debug_shows_the_traceback(capsys):
+    with pytest.raises(KeyError, match="valid reducers"):
+        main(["--debug", "evaluate", "--reducers", "nope", "--limit", "1"])
+
+
+def test_as_a_process_no_traceback():
+    """The installed entry point behaves the same (stderr of a real process)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "lrlib", "run", "--split", "valid"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert all(split in proc.stderr for split in data.SPLITS)
+
+
+def test_help_shows_defaults(capsys):
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default: json)" in text and "(default: compact)" in text
+    assert "(default: 128)" in text  # --max-tokens
+
+
+def test_run_says_what_it_will_compute(capsys, tmp_path):
+    """Before any work: the number of answers, the model, and that uncached steps fall back."""
+    out = tmp_path / "run.csv"
+    argv = ["--debug", "run", "--default-steps", "--limit", "2", "--offline", "--no-progress"]
+    argv += ["-o", str(out)]
+    assert main(argv) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("lrlib run: 2 steps x 1 answer format(s) = 2 answers")
+    assert out.is_file()
+
+
+def test_evaluate_defaults_to_validation_and_the_user_area(capsys, tmp_path):
+    assert main(["--debug", "evaluate", "--reducers", "full", "--limit", "2", "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "validation" in err.splitlines()[0]
+    assert list((tmp_path / "results").glob("evaluation*.csv*"))
