@@ -75,19 +75,24 @@ def agentlab_step(text: str, goal: str, answer: str) -> tuple[int, int, int]:
     return count(text), count(removed), count(structured)
 
 
-def side_by_side(text: str, goal: str, repeats: int) -> tuple[float, float]:
-    """Median ms of the cold lrlib path and of AgentLab's, alternating."""
+def side_by_side(
+    text: str, goal: str, repeats: int, clock=time.perf_counter
+) -> tuple[float, float]:
+    """Median ms of the cold lrlib path and of AgentLab's, alternating (order swapped
+    every other repetition)."""
     answer = answer_for(len(text.split("\n")))
     ours, theirs = [], []
-    for _ in range(repeats):
-        tokens.clear_line_memo()
-        t0 = time.perf_counter()
-        lrlib_step(text, goal, answer)
-        t1 = time.perf_counter()
-        agentlab_step(text, goal, answer)
-        t2 = time.perf_counter()
-        ours.append(t1 - t0)
-        theirs.append(t2 - t1)
+    for rep in range(repeats):
+        for first in (0, 1) if rep % 2 else (1, 0):
+            if first:
+                tokens.clear_line_memo()
+                t0 = clock()
+                lrlib_step(text, goal, answer)
+                ours.append(clock() - t0)
+            else:
+                t0 = clock()
+                agentlab_step(text, goal, answer)
+                theirs.append(clock() - t0)
     return statistics.median(ours) * 1000, statistics.median(theirs) * 1000
 
 
@@ -107,12 +112,16 @@ def main() -> None:
     for text, goal, _ in ((c[1], c[2], 0) for c in cases):  # warm up imports and encoders
         lrlib_step(text, goal, answer_for(len(text.split("\n"))))
         agentlab_step(text, goal, answer_for(len(text.split("\n"))))
-    print(f"token counter: {tokens.backend_name()}")
-    print("| tree | lrlib cold ms | AgentLab ms | AgentLab / lrlib |")
-    print("|---|---:|---:|---:|")
+    load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    print(f"token counter: {tokens.backend_name()}; load average {load} (2 cores)")
+    print("| tree | clock | lrlib cold ms | AgentLab ms | AgentLab / lrlib |")
+    print("|---|---|---:|---:|---:|")
     for name, text, goal, reps in cases:
-        ours, theirs = side_by_side(text, goal, reps)
-        print(f"| {name}, n={reps} | {ours:.2f} | {theirs:.2f} | {theirs / ours:.1f}x |")
+        for clock, label in ((time.perf_counter, "wall"), (time.process_time, "CPU")):
+            ours, theirs = side_by_side(text, goal, reps, clock)
+            print(
+                f"| {name}, n={reps} | {label} | {ours:.2f} | {theirs:.2f} | {theirs / ours:.1f}x |"
+            )
 
 
 if __name__ == "__main__":
