@@ -17,6 +17,7 @@ Other notebooks (your own) are saved as usual, minus widget state.
 import json
 import os
 import re
+import warnings
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -69,3 +70,5 @@ def keep_committed_runs(model, path, contents_manager, **kwargs):
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 c.ContentsManager.pre_save_hook = keep_committed_runs
+# jupytext rebuilds the contents manager with the same settings: not an override to report
+warnings.filterwarnings("ignore", message="Overriding existing pre_save_hook")

@@ -44,11 +44,22 @@ class UsageError(Exception):
     """A mistake of the user's, reported as one line (exit status 2)."""
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each option's default, unless its help already names it or there is none."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        unset = action.default is None or (
+            action.default is False and not isinstance(action, argparse.BooleanOptionalAction)
+        )
+        return text if unset or "default" in text else str(super()._get_help_string(action))
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with help that shows defaults and errors on one line."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
+        kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:

@@ -317,7 +317,7 @@ def add_step_arguments(parser: argparse.ArgumentParser, example: str) -> None:
         default=";".join(DEFAULT_REDUCERS),
         help=f"reducer specs separated by ';' (e.g. '{example}')",
     )
-    parser.add_argument("--split", default=None, help="train, validation or test (default: all)")
+    parser.add_argument("--split", default=None, help="train, validation or test")
     parser.add_argument("--benchmark", default=None, help="only steps of this benchmark")
 
 
