@@ -32,7 +32,9 @@ import re
 import threading
 from bisect import bisect_right
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
+from itertools import filterfalse
 from pathlib import Path
 
 import numpy as np
@@ -227,7 +229,19 @@ def _ends_with_newline(name: str) -> np.ndarray:
     return flags
 
 
-def _counts_per_line(missing: list[str], encoding: str, separable: bool = False) -> list[int]:
+# texts of this many characters or more are encoded in parallel pieces (whole lines each)
+_PARALLEL_CHARS = 1 << 18
+_PARALLEL_PARTS = max(1, min(4, os.cpu_count() or 1))
+
+
+@lru_cache(maxsize=1)
+def _pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(_PARALLEL_PARTS, thread_name_prefix="lrlib-tokens")
+
+
+def _counts_per_line(
+    missing: list[str], encoding: str, separable: bool = False, parallel: bool = True
+) -> list[int]:
     """Tokens of ``line + "\\n"`` for each of ``missing``, encoded in one call.
 
     In a separable text each line's newline is the last byte of a pre-token, so it ends a
@@ -237,6 +251,12 @@ def _counts_per_line(missing: list[str], encoding: str, separable: bool = False)
     blob = "\n".join(missing) + "\n"
     if not separable and not _text_is_separable(blob[:-1], encoding):
         return [len(_encode(line + "\n", encoding)) for line in missing]
+    parts = _PARALLEL_PARTS if parallel and len(blob) >= _PARALLEL_CHARS else 1
+    if parts > 1:  # the encoders release the GIL: big trees are encoded on all cores
+        step = -(-len(missing) // parts)
+        pieces = [missing[i : i + step] for i in range(0, len(missing), step)]
+        counted = _pool().map(lambda ls: _counts_per_line(ls, encoding, True, False), pieces)
+        return [c for part in counted for c in part]
     found = _encode(blob, encoding)
     tokens = np.fromiter(found, np.int64, len(found))
     ends = np.flatnonzero(_ends_with_newline(encoding)[tokens])
@@ -261,17 +281,18 @@ def line_token_counts(
         return list(map(memo.__getitem__, lines))  # the common case: every line seen before
     except KeyError:
         pass
-    out = [memo.get(line, -1) for line in lines]
-    missing = list(dict.fromkeys(line for line, c in zip(lines, out, strict=True) if c < 0))
-    if missing:
-        # the missing lines keep their order and the first line stays first: a separable
-        # text of lines gives a separable text of its missing lines
-        counts = _counts_per_line(missing, encoding, _separable)
-        if len(memo) + len(missing) > _LINE_MEMO_MAX:
-            memo.clear()
-        memo.update(zip(missing, counts, strict=True))
-        out = [memo[line] if c < 0 else c for line, c in zip(lines, out, strict=True)]
-    return out
+    # the missing lines, each once, in order of first appearance (all C-level loops)
+    missing = list(filterfalse(memo.__contains__, dict.fromkeys(lines)))
+    # the missing lines keep their order and the first line stays first: a separable
+    # text of lines gives a separable text of its missing lines
+    found = dict(zip(missing, _counts_per_line(missing, encoding, _separable), strict=True))
+    if len(memo) + len(found) > _LINE_MEMO_MAX:
+        out = [found[line] if line in found else memo[line] for line in lines]
+        memo.clear()
+        memo.update(found)
+        return out
+    memo.update(found)
+    return list(map(memo.__getitem__, lines))
 
 
 def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:

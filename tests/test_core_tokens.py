@@ -195,3 +195,20 @@ def test_tiktoken_on_request(fresh_backend):
 def test_text_riptoken_refuses_goes_to_tiktoken():
     text = "RootWebArea 'x'\n\t[1] StaticText 'a\ud800b'\n" * 100  # a lone surrogate
     assert count_tokens(text) == len(get_encoding().encode_ordinary(text))
+
+
+def test_big_trees_are_counted_in_parallel_pieces_exactly(real_trees):
+    """Over _PARALLEL_CHARS the missing lines are encoded in pieces on several threads;
+    the per-line counts and the total stay tiktoken's."""
+    lines = [ln for t in real_trees.values() for ln in t["tree"].split("\n") if ln.strip()]
+    big = []
+    while sum(map(len, big)) < 2 * tokens._PARALLEL_CHARS:
+        big += [f"{ln} #{len(big)}" for ln in lines]  # every line distinct
+    tokens.clear_line_memo()
+    text = "\n".join(big)
+    enc = get_encoding()
+    assert count_tokens(text) == len(enc.encode_ordinary(text))
+    sample = big[:: max(1, len(big) // 300)]
+    assert tokens.line_token_counts(sample) == [
+        len(enc.encode_ordinary(ln + "\n")) for ln in sample
+    ]
