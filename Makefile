@@ -40,7 +40,8 @@ browser:
 	@if [ -x /usr/bin/chromium ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		echo "installing chromium for tests/test_browser.py (apt-get)"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+			|| echo "!!! could not install chromium: tests/test_browser.py will SKIP"; \
 	else \
 		echo "!!! no /usr/bin/chromium and not root with apt-get: tests/test_browser.py will SKIP"; \
 	fi

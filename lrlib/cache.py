@@ -257,5 +257,6 @@ def run(args: Any) -> int:
     for name, root in (("shipped", paths.shipped_cache_dir()), ("user", paths.user_cache_dir())):
         cache = ResponseCache(root)
         size = cache.size_bytes() if root.is_dir() else 0
-        print(f"{name}: {root} ({len(cache)} answers, {size / 1e6:.1f} MB)")
+        n = len(cache)
+        print(f"{name}: {root} ({n} answer{'' if n == 1 else 's'}, {size / 1e6:.1f} MB)")
     return 0

@@ -294,7 +294,8 @@ def plan(args: argparse.Namespace) -> str:
     from .llm import Endpoint
 
     endpoint = Endpoint.resolve(args.model, args.base_url)  # fails now on a bad endpoint
-    n = len(_select_steps(args))
+    args.steps = _select_steps(args)  # run() reuses them
+    n = len(args.steps)
     modes = 2 if args.answer == "both" else 1
     where = "cache only" if args.offline else f"{endpoint.model} ({endpoint.kind})"
     line = f"{n} steps x {modes} answer format(s) = {n * modes} answers from {where}"
@@ -324,7 +325,7 @@ def run(args: argparse.Namespace) -> int:
     from .llm import LLMClient, LLMError
     from .reducers import get_reducer
 
-    steps = _select_steps(args)
+    steps = getattr(args, "steps", None) or _select_steps(args)
     answers = list(DEFAULT_ANSWERS) if args.answer == "both" else [args.answer]
     cache = ResponseCache(args.cache_dir, refresh=args.refresh) if args.cache_dir else True
     client = LLMClient(

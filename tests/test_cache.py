@@ -214,3 +214,19 @@ def test_the_shipped_answers_replay_through_the_default_cache(monkeypatch, tmp_p
     first = next(ResponseCache(paths.shipped_cache_dir()).keys())
     assert ResponseCache().get(first) is not None
     assert not (tmp_path / "work" / "cache").exists()  # reading writes nothing
+
+
+def test_cache_command_lists_both_layers(monkeypatch, tmp_path, capsys):
+    """`lrlib cache` (no --refresh): where each layer is and how many answers it holds."""
+    from lrlib import paths
+    from lrlib.cli import main
+
+    monkeypatch.delenv("LRLIB_CACHE_DIR")
+    monkeypatch.setenv("LRLIB_WORK_DIR", str(tmp_path / "work"))
+    ResponseCache().put(key(), ENTRY)
+    assert main(["cache"]) == 0
+    out = capsys.readouterr()
+    shipped = len(ResponseCache(paths.shipped_cache_dir()))
+    assert shipped > 0 and f"shipped: {paths.shipped_cache_dir()} ({shipped} answers" in out.out
+    assert f"user: {tmp_path / 'work' / 'cache' / 'llm'} (1 answer," in out.out
+    assert out.err.startswith("lrlib cache: counting")
