@@ -438,6 +438,8 @@ def coverage_vs_reduction(
                     xytext=(3, 3),
                     textcoords="offset points",
                 )
+    if points.empty:  # e.g. a split without steps: say so
+        ax.text(0.5, 0.5, "no results", ha="center", va="center", transform=ax.transAxes)
     ax.set_xlabel("median token reduction (%)")
     ax.set_ylabel("target coverage (% of steps)")
     ax.set_xlim(-2, 102)
@@ -514,6 +516,7 @@ def curve_points(
             **{c: r[c] for c in ci_cols},
         }
         for _, r in sweeps.iterrows()
+        if not sweeps.empty
     ]
     if frame is not None and single:
         part = frame[frame["reducer"].isin(single)]
@@ -531,7 +534,12 @@ def curve_points(
             if ci is not None:
                 row.update({c: ci.loc[r.reducer, c] for c in _CI if c in ci})
             rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(
+        rows,
+        columns=list(
+            dict.fromkeys(["reducer", "reduction", "coverage", "label", *(rows[0] if rows else ())])
+        ),
+    )
 
 
 def injection_survival(

@@ -215,9 +215,11 @@ display(split_table)  # the test split
 # Curves are drawn on validation and on test.
 
 # %%
+all_sweeps = []
 for split in SPLITS:
     split_steps = [s for s in steps if s.meta["split"] == split]
     sweeps, notes = replay.curves_cached(split_steps, CURVES)
+    all_sweeps.append(sweeps.assign(split=split))
     print("\n".join(notes) or f"{split}: every curve over every step")
     lr_frames = [r.frame for r in runs] if split == "validation" else []
     singles = ["oracle", "program", *(r.label for r in runs)]
@@ -230,9 +232,9 @@ for split in SPLITS:
     )  # fmt: skip
 
 # %%
-sweeps[
-    ["reducer", "knob", "value", "median_reduction", "coverage", "coverage_lo", "coverage_hi"]
-].round(3)
+curve_cols = ["split", "reducer", "knob", "value", "median_reduction", "coverage", "coverage_lo",
+              "coverage_hi"]  # fmt: skip
+pd.concat(all_sweeps, ignore_index=True).reindex(columns=curve_cols).round(3)
 
 # %% [markdown]
 # ## Reading it
