@@ -179,9 +179,9 @@ def explorer(
     start: Sequence[str] | None = None,
 ):
     """An ipywidgets explorer: menus for step, reducer, prompt variant and pruning strategy
-    (starting at ``start = (reducer, prompt, strategy)``), previous/next buttons (or the
-    arrow keys in the step menu), and :func:`side_by_side` for the choice below. A menu that
-    does not act on the chosen reducer is disabled and says why in its tooltip.
+    (starting at ``start = (reducer, prompt, strategy)``), previous/next buttons (from the
+    keyboard: Tab to one, then Space), and :func:`side_by_side` for the choice below. A menu
+    that does not act on the chosen reducer is disabled, and a note beside it says why.
 
     ``reduce(step, reducer, prompt, strategy)`` returns a Reduction; ``describe(reducer)``
     gives the title (e.g. the retriever model). Returns the widget (display it).

@@ -21,8 +21,8 @@
 #
 # The widget needs a live kernel (run all cells); the static view right below is what it
 # shows first. The prompt menu acts on LineRetriever only, the pruning menu on the reducers
-# that prune (a menu that does not apply is greyed out). Previous / next step: the buttons,
-# or the arrow keys in the step menu.
+# that prune (a menu that does not apply is greyed out). Previous / next step: the buttons;
+# from the keyboard, Tab to one and press Space (JupyterLab keeps the arrow keys for cells).
 
 # %%
 from functools import partial
