@@ -20,6 +20,7 @@ import json
 import os
 import secrets
 import signal
+import socket
 import sys
 import threading
 import time
@@ -131,19 +132,19 @@ class EmbeddedServer:
             params.model.path = str(self.model_path or gguf_path())
             params.hostnames = [self.host]
             params.api_keys = [self.api_key]
-            params.port = self.port
+            port = self.port or _free_port(self.host)  # known now, so it can be announced
+            params.port = port
             params.n_parallel = self.parallel
             params.n_ctx = self.context * self.parallel  # the server splits it across slots
             params.cpuparams.n_threads = self.threads
             params.cpuparams_batch.n_threads = self.threads
             params.verbosity = 3 if self.verbose else 0
-            self._server = xllamacpp.Server(params)
+            started = time.monotonic()
+            threads = f"{self.threads} thread{'s' if self.threads > 1 else ''}"
+            self._say(f"starting {MODEL_ID.split('.')[0]} on {self.host}:{port} ({threads}) ...")
+            self._server = xllamacpp.Server(params)  # loads the model
             self._address = str(self._server.listening_address).rstrip("/")
             _live.add(self)
-        started = time.monotonic()
-        where = self._address.split("//")[-1]
-        threads = f"{self.threads} thread{'s' if self.threads > 1 else ''}"
-        self._say(f"starting {MODEL_ID.split('.')[0]} on {where} ({threads}) ...")
         try:
             self._wait_ready()
             self._say(f"{MODEL_ID.split('.')[0]} ready in {time.monotonic() - started:.1f} s")
@@ -185,6 +186,17 @@ class EmbeddedServer:
     def __repr__(self) -> str:
         where = self._address or "stopped"
         return f"EmbeddedServer({MODEL_ID}, {where}, parallel={self.parallel})"
+
+
+def _free_port(host: str) -> int:
+    """A port nobody listens on at ``host`` right now.
+
+    >>> 0 < _free_port("127.0.0.1") < 65536
+    True
+    """
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
 
 
 _live: weakref.WeakSet[EmbeddedServer] = weakref.WeakSet()
