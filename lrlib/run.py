@@ -285,7 +285,8 @@ def _select_steps(args: argparse.Namespace) -> list[Step]:
     return steps[: args.limit] if args.limit is not None else steps
 
 
-# seconds per uncached answer of the embedded SmolLM2 on 2 shared cores (README, measured)
+# seconds per uncached answer of the embedded SmolLM2 on 2 cores: 43-68 s measured (README);
+# 100 s and more while other jobs load the machine
 EMBEDDED_SECONDS_PER_ANSWER = 45
 
 
@@ -304,8 +305,8 @@ def plan(args: argparse.Namespace) -> str:
     cost = n * modes * EMBEDDED_SECONDS_PER_ANSWER  # the server's slots share one core
     if endpoint.kind == "embedded" and endpoint.base_url is None:
         return line + (
-            f"; cached answers replay at once, each new one takes ~{EMBEDDED_SECONDS_PER_ANSWER}"
-            f" s on 2 cores (at most ~{_duration(cost)})"
+            f"; cached answers replay at once, new ones take ~{EMBEDDED_SECONDS_PER_ANSWER} s "
+            f"each on 2 idle cores (~{_duration(cost)} in all; longer on a busy machine)"
         )
     return line + "; cached answers replay at once, new ones take the endpoint's time"
 
