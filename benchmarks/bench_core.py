@@ -6,7 +6,8 @@ tokens of the original and of both results (o200k_base).
 
 Large trees are real trees tiled, with bids renumbered per copy so every line is distinct.
 "cold" clears lrlib's memo of line token counts before every repetition (every line is
-encoded by tiktoken); "warm" keeps it (what a run over an episode or a dataset sees, since
+encoded, by riptoken when installed, else tiktoken; "cold CPU" is the same in process CPU
+time, which machine load does not inflate); "warm" keeps it (what a run over an episode or a dataset sees, since
 steps share most lines). Prints a markdown table; run: .venv/bin/python benchmarks/bench_core.py
 """
 
@@ -63,12 +64,12 @@ def one_step(text: str, goal: str, answer: str) -> tuple[int, int, int]:
     return (before, tokens.count_lines(removed.lines), tokens.count_lines(structured.lines))
 
 
-def median_ms(fn, repeats: int) -> float:
+def median_ms(fn, repeats: int, clock=time.perf_counter) -> float:
     times = []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = clock()
         fn()
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return statistics.median(times) * 1000
 
 
@@ -85,18 +86,21 @@ def main() -> None:
             one_step(text, goal, answer)
 
         cold_ms = median_ms(cold, repeats)
+        cold_cpu = median_ms(cold, repeats, time.process_time)
         one_step(text, goal, answer)
         warm_ms = median_ms(lambda t=text, g=goal, a=answer: one_step(t, g, a), repeats)
         before, after_r, after_s = one_step(text, goal, answer)
-        rows.append((n, before, after_r, after_s, cold_ms, warm_ms))
-    per_line = {n: (c / n, w / n) for n, _, _, _, c, w in rows}
+        rows.append((n, before, after_r, after_s, cold_ms, warm_ms, cold_cpu))
+    per_line = {n: (c / n, w / n) for n, _, _, _, c, w, _ in rows}
+    load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    print(f"token counter: {tokens.backend_name()}; load average {load}")
     print(
-        "| lines | tokens | remove tokens | structure tokens | cold ms | warm ms | cold µs/line | warm µs/line |"
+        "| lines | tokens | remove tokens | structure tokens | cold ms | cold CPU ms | warm ms | warm µs/line |"
     )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for n, before, ar, as_, c, w in rows:
+    for n, before, ar, as_, c, w, cpu in rows:
         print(
-            f"| {n:,} | {before:,} | {ar:,} | {as_:,} | {c:.2f} | {w:.2f} | {c / n * 1000:.2f} | {w / n * 1000:.2f} |"
+            f"| {n:,} | {before:,} | {ar:,} | {as_:,} | {c:.2f} | {cpu:.2f} | {w:.2f} | {w / n * 1000:.2f} |"
         )
     growth_cold = per_line[60_000][0] / per_line[1_000][0]
     growth_warm = per_line[60_000][1] / per_line[1_000][1]

@@ -123,3 +123,15 @@ def test_documented_numbering_differences():
         == "... pruned 1 lines ...\nRootWebArea 'x'\n... pruned 1 lines ..."
     )
     assert prune(shifted, [2], "remove-agentlab").text == "... pruned 1 lines ...\n\t[2] button 'b'"
+
+
+def test_special_token_text_in_a_page():
+    """AgentLab's get_nb_tokens refuses page text that spells a special token; lrlib counts it."""
+    import pytest
+
+    from lrlib.tokens import count_tokens
+
+    page = "RootWebArea 'x'\n\t[2] StaticText 'see <|endoftext|> here'"
+    with pytest.raises(ValueError, match="special token"):
+        peer().focus_utils.get_nb_tokens(page)
+    assert count_tokens(page) > 0
