@@ -23,7 +23,14 @@ collapsed; a *name* is the quoted text after the role, ``[a5] heading 'Quantity'
 4. **name carrier** (a targeted element other than a field (textbox, combobox...) without
    a name of its own, e.g. ``[a7] button ''`` over ``StaticText 'Save'``): the first line
    of its subtree whose name has a letter or digit;
-5. **answer** (``send_msg_to_user(text)``, ``report_infeasible(text)``): for each distinct
+5. **choice group** (a targeted ``radio``, ``checkbox``, ``option``... other than by
+   ``select_option``): the question the choice answers. The nearest of its four closest
+   ancestors that is a ``radiogroup``, ``group``, ``listbox``, ``menu`` or ``combobox``:
+   when it has a name, that line or a label line before the target whose name its name
+   contains (``heading 'Choose the colour'`` for ``radiogroup 'Mandatory ... Choose the
+   colour'``); when unnamed, the first named ``Legend``/label line inside it before the
+   target;
+6. **answer** (``send_msg_to_user(text)``, ``report_infeasible(text)``): for each distinct
    line name that occurs in the text as a whole word sequence and is specific (3+
    characters with a digit, an ``@``, two words, or at least 8 characters; it is not in the goal, so restated
    goal words do not count; it is not part of a longer matched name), the lines with that
@@ -147,6 +154,30 @@ def _label(t: _Tree, target: int) -> list[int]:
 
 
 FIELDS = frozenset({"combobox", "listbox", "textbox", "searchbox", "spinbutton"})
+CHOICES = frozenset({"radio", "checkbox", "option", "menuitemradio", "menuitemcheckbox", "switch"})
+GROUPS = frozenset({"radiogroup", "group", "listbox", "menu", "combobox"})
+GROUP_DEPTH = 4  # ancestors searched for a choice's group
+
+
+def _group(t: _Tree, target: int) -> list[int]:
+    """The question a choice answers: its nearest named choice-group ancestor (plus the
+    label lines before the target that its name repeats), or, for an unnamed group, the
+    first named label line inside it before the target."""
+    roles = t.tree.roles
+    group = next((a for a in t.tree.ancestors(target)[:GROUP_DEPTH] if roles[a - 1] in GROUPS), 0)
+    if not group:
+        return []
+    name = t.names[group - 1]
+    if _has_text(name):
+        parent = t.tree.ancestors(group)[:1] or [group]
+        same = [n for n in t.subtree(parent[0]) if n < target and n != group
+                and roles[n - 1] in LABEL_ROLES | {"Legend"} and t.names[n - 1]
+                and t.names[n - 1] in name]  # fmt: skip
+        return [group, *same]
+    for n in t.subtree(group):
+        if n < target and roles[n - 1] in LABEL_ROLES | {"Legend"} and _has_text(t.names[n - 1]):
+            return [n]
+    return []
 
 
 def _carrier(t: _Tree, target: int) -> list[int]:
@@ -207,6 +238,8 @@ def _groups(tree: AxTree, action: str, goal: str) -> tuple[tuple[int, ...], ...]
             if name in LABEL_ACTIONS:
                 out.append(_label(t, target))
             out.append(_carrier(t, target))
+            if tree.roles[target - 1] in CHOICES and name != "select_option":
+                out.append(_group(t, target))
         if name in ANSWER_ACTIONS and args and isinstance(args[0], str):
             out += _answer(t, args[0], goal)
     seen: list[tuple[int, ...]] = []

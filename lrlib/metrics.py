@@ -22,7 +22,8 @@ suffices, reported alongside.
 
 **Evidence coverage** asks whether the reduction also kept what the action needs besides
 its element: the option a ``select_option`` picks, the label line of a filled field, the
-page text a ``send_msg_to_user`` answer reports, the text that names an unnamed clickable
+question a clicked radio button answers, the page text a ``send_msg_to_user`` answer
+reports, the text that names an unnamed clickable
 (:mod:`lrlib.evidence` defines the lines, as groups of alternatives, from the recorded
 action in ``step.meta["action"]``). A step's evidence status is ``missing`` when its
 target is, ``ok`` when it has at least one evidence group (targets count as groups, so

@@ -225,10 +225,43 @@ def test_evidence_on_real_steps(real_steps):
             assert not field or label == field  # a named field's label repeats its name
             assert groups[1][0] < groups[0][0]  # labels come before the field
             kinds["label"] = kinds.get("label", 0) + 1
+        choice = s.target_lines and tree.roles[s.target_lines[0] - 1] in ("radio", "checkbox")
+        if action.startswith("click") and choice:
+            assert len(groups) == 2 and groups[1][0] < s.target_lines[0]  # question first
+            kinds["group"] = kinds.get("group", 0) + 1
         if action.startswith("send_msg_to_user") and groups:
             for g in groups:
                 assert all(line_name(tree.texts[n - 1]) in action.casefold() for n in g)
             kinds["answer"] = kinds.get("answer", 0) + 1
     # the recorded data exercises every rule: most select_option steps find their option,
-    # most fills their label, most answers the page text they report
+    # most fills their label, every radio/checkbox click its question, most answers the
+    # page text they report
     assert kinds["option"] >= 50 and kinds["label"] >= 15 and kinds["answer"] >= 10, kinds
+    assert kinds["group"] >= 40, kinds
+
+
+def test_a_choice_needs_the_question_it_answers():
+    tree = (
+        "RootWebArea 'Order'\n"  # 1
+        "\t[5] group ''\n"  # 2
+        "\t\t[6] heading 'Choose the colour'\n"  # 3
+        "\t\t[7] radiogroup 'Mandatory Choose the colour'\n"  # 4
+        "\t\t\t[8] radio 'Silver', checked='false'\n"  # 5
+        "\t\t\t[9] radio 'Gold', checked='false'\n"  # 6
+        "\t[10] group ''\n"  # 7
+        "\t\t[11] Legend ''\n"  # 8
+        "\t\t\t[12] heading 'Optional Software'\n"  # 9
+        "\t\t[13] LayoutTable ''\n"  # 10
+        "\t\t\t[14] checkbox 'Slack', checked='false'"  # 11
+    )
+    from lrlib.metrics import evidence_status as status
+
+    # a named group: its line or the heading its name repeats
+    named = Step("g", tree, target_bids=("9",), meta={"action": "click('9')"})
+    assert status(named) == ("ok", [[6], [3, 4]])
+    # an unnamed group: the first named label line inside it, before the choice
+    unnamed = Step("g", tree, target_bids=("14",), meta={"action": "click('14')"})
+    assert status(unnamed) == ("ok", [[11], [9]])
+    # a plain button in no group needs nothing more
+    plain = Step("g", tree, target_bids=("6",), meta={"action": "click('6')"})
+    assert status(plain) == ("ok", [[3]])
