@@ -261,6 +261,14 @@ def gap_report(
     coverage and median reduction, each ``gap [lo, hi]`` in points with both sides' n;
     written as ``<name>.md``/``.csv``. Sides are bootstrapped independently (different
     episodes), so an interval that contains 0 means no gap is shown at this n.
+
+    >>> import pandas as pd, tempfile, os
+    >>> os.environ["LRLIB_FIGURES_DIR"] = tempfile.mkdtemp()
+    >>> f = pd.DataFrame({"reducer": ["a"] * 4, "split": ["validation"] * 2 + ["test"] * 2,
+    ...     "episode": [1, 2, 3, 4], "covered": [1.0, 1.0, 1.0, 0.0]})
+    >>> gap_report(f, "g").iloc[0]["target coverage: gap [95% CI] (n validation / test)"]
+    '+50.0 [+0.0, +100.0] (2/2 vs 2/2)'
+    >>> del os.environ["LRLIB_FIGURES_DIR"]
     """
     import pandas as pd
 
