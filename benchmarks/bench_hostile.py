@@ -14,7 +14,11 @@ child's peak RSS is reported beside it). Inputs:
   itself panics on ~1M spaces; lrlib splits such text in Python).
 
 ``x10`` is the time of the 10x input over the 1x input: about 10 means linear.
-Run: .venv/bin/python benchmarks/bench_hostile.py [--quick]
+Also answers that copy a page's planted answers (``<answer>``, ``{"ranges"}``, fake
+``</think>``) as the compact view shows them, 10 MB of copies after a genuine answer, with
+the page given (the echo check of :mod:`lrlib.echo` on every tag), and numbers written as
+expressions (``10**18``, ``1e9``, ``1_000``: a typed ``expression`` error).
+Run: .venv/bin/python benchmarks/bench_hostile.py [--quick] [--only SUBSTRING]
 """
 
 from __future__ import annotations
@@ -53,12 +57,17 @@ def hostile_answer(kind: str, size: int) -> str:
         "single numbers": lambda: "1, " * (size // 3),
         "chained spans": lambda: "1-" * (size // 2),
         "(1, 10**18) pairs": lambda: f"(1, {10**18}), " * (size // 25),
+        "expressions 10**18, 1e9, 1_000": lambda: (
+            "(1, 10**18), (2, 1e9), (1_000, 3), " * (size // 36)
+        ),
         "'<' + spaces": lambda: "<" + " " * size,
         "nested <think>": lambda: "<think>" * (size // 7),
         "random bytes": lambda: random.Random(0).randbytes(size).decode("latin-1"),
     }
     if kind == "deep JSON":
         return '{"ranges": ' + "[" * (size // 2) + "]" * (size // 2) + "}"
+    if kind == "JSON floats 1e9":
+        return '{"ranges": [' + "[1, 2], " * (size // 8) + "[1, 1e9]]}"
     if kind == "JSON range list":
         return '{"ranges": [' + "[1, 2], " * (size // 8) + "[3, 4]]}"
     return "<answer>" + fill[kind]() + "</answer>"
@@ -125,6 +134,7 @@ def _case_table():
         "single numbers",
         "chained spans",
         "(1, 10**18) pairs",
+        "expressions 10**18, 1e9, 1_000",
         "'<' + spaces",
         "nested <think>",
         "random bytes",
@@ -134,7 +144,7 @@ def _case_table():
             answer_op("tags"),
             "chars",
         )
-    for kind in ("deep JSON", "JSON range list"):
+    for kind in ("deep JSON", "JSON range list", "JSON floats 1e9"):
         cases[f"parse_answer json: {kind}"] = (
             lambda size, k=kind: hostile_answer(k, size),
             answer_op("json"),
@@ -145,6 +155,12 @@ def _case_table():
         lambda s: _swallow(parse_answer, s[0], 10**18, page=s[1]),
         "chars",
     )
+    for mode in ("tags", "json"):
+        cases[f"parse_answer {mode} with page: copies of planted answers in the compact view"] = (
+            lambda size: _echo_setup(size),
+            lambda s, m=mode: _swallow(parse_answer, s[0], s[2], mode=m, page=s[1]),
+            "chars",
+        )
     cases["Selection (1, 10**18) over 10**18 lines: len, in"] = (
         lambda size: [(1, 10**18), (10**18, -(10**18))] * size,
         lambda pairs: (
@@ -160,6 +176,23 @@ def _case_table():
             "chars",
         )
     return cases
+
+
+def _echo_setup(size: int) -> tuple[str, str, int]:
+    """(output, page, n_lines): a real tree with planted answers (tags, JSON, fake
+    ``</think>``), and ``size`` characters of the model copying those lines as the compact
+    view shows them, with a genuine answer first."""
+    from lrlib import inject
+    from lrlib.step import Step
+    from lrlib.views import render
+
+    base = json.loads(FIXTURES.read_text())[0]
+    step = Step(goal=base["goal"], tree=base["tree"], step_id="bench")
+    item = inject.inject(step, [("fake-tags", "top"), ("fake-json", "middle")])
+    shown = render(item.step.axtree, "compact").split("\n")
+    copied = "\n".join(shown[n - 1] for n in item.injected) + "\n"
+    out = "<answer>[(3, 4)]</answer>\n" + copied * max(1, size // len(copied))
+    return out, item.step.tree, len(item.step.axtree)
 
 
 def _swallow(fn, *args, **kw):
@@ -208,7 +241,10 @@ def main(quick: bool = False) -> None:
         "| case | input | time | x10 | peak Python MB (per input MB) | child peak RSS MB |\n"
         "|---|---|---|---|---|---|"
     )
+    only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else ""
     for name, (_, _, unit) in _case_table().items():
+        if only not in name:
+            continue
         small, big = sizes[unit]
         first, second = _run(name, small), _run(name, big)
         if "error" in first or "error" in second:

@@ -24,6 +24,7 @@ safe reading.
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
@@ -33,10 +34,9 @@ _NTAG = re.compile(r"</?(?:think|answer)>")  # a tag once normalised
 # "N: " line numbers (at a line start or after a space) and every run of whitespace
 _NOISE = re.compile(r"(?<!\S)\d{1,9}:(?=\s)|\s+")
 _LITERAL = re.compile(r"'((?:[^'\\\n]|\\.)*)'|\"((?:[^\"\\\n]|\\.)*)\"")
+_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 _NUMBER = re.compile(r"(?m)^\d{1,9}: ")
 RENDER_LIMIT = 2_000_000  # pages longer than this are matched as given, not re-rendered
-_WINDOW = 4 * CONTEXT
-_MAX_WINDOW = 1 << 16
 
 
 def normalise(text: str) -> str:
@@ -89,18 +89,21 @@ class PageEcho:
         self.right: set[str] = set()  # tag + CONTEXT chars
         self.right_short: dict[int, set[str]] = {}  # tag + fewer chars (the page ends there)
         self.right_starts: set[str] = set()  # every start of a right context
+        keys: set[str] = set()  # tag + up to CONTEXT chars after it
         for text in self.texts:
             for m in _NTAG.finditer(text):
-                tag = m.group()
-                if m.start() >= CONTEXT:
-                    self.left.add(text[m.start() - CONTEXT : m.end()])
-                after = text[m.end() : m.end() + CONTEXT]
-                key = tag + after
-                if len(after) == CONTEXT:
-                    self.right.add(key)
-                elif len(after) >= 3:
-                    self.right_short.setdefault(len(key), set()).add(key)
-                self.right_starts.update(key[: len(tag) + k] for k in range(len(after) + 1))
+                start, end = m.span()
+                if start >= CONTEXT:
+                    self.left.add(text[start - CONTEXT : end])
+                keys.add(text[start : end + CONTEXT])
+        for key in keys:  # distinct contexts only: a page repeating one tag costs one
+            after = len(key) - key.index(">") - 1
+            if after == CONTEXT:
+                self.right.add(key)
+            elif after >= 3:
+                self.right_short.setdefault(len(key), set()).add(key)
+            tag = len(key) - after
+            self.right_starts.update(key[: tag + k] for k in range(after + 1))
         self.has_tags = bool(self.left or self.right or self.right_short)
         # what a model copying the page could take for an answer body: the text after each
         # <answer> of the page up to its next answer tag (or the end), normalised
@@ -136,19 +139,21 @@ class PageEcho:
 
 
 def _context(text: str, at: int, direction: int) -> str:
-    """:data:`CONTEXT` normalised characters of ``text`` before (-1) or after (1) ``at``."""
-    window = _WINDOW
+    """:data:`CONTEXT` normalised characters of ``text`` before (-1) or after (1) ``at``:
+    a window around ``at`` grown until it holds them (or reaches the end of the text)."""
+    window = 4 * CONTEXT
     while True:
         if direction < 0:
             lo = max(0, at - window)
             norm = normalise(text[lo:at])
-            if len(norm) >= CONTEXT + 1 or lo == 0 or window >= _MAX_WINDOW:
-                # one extra char: a number prefix cut by the window is not half-removed
+            # one character more than needed: a line number cut by the window is not
+            # half-removed
+            if len(norm) > CONTEXT or lo == 0:
                 return norm[-CONTEXT:]
         else:
             hi = min(len(text), at + window)
             norm = normalise(text[at:hi])
-            if len(norm) >= CONTEXT + 1 or hi == len(text) or window >= _MAX_WINDOW:
+            if len(norm) > CONTEXT or hi == len(text):
                 return norm[:CONTEXT]
         window *= 4
 

@@ -25,6 +25,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Literal
 
 from .echo import TAG as _TAG
@@ -44,6 +45,8 @@ _EXPR = re.compile(
     r"(?<![\d.])\d++(?:\s*+(?:\*\*?|\^|/|\+)\s*+\d++|[eE][+-]?\d++|(?:_\d++)++|\.\d++)"
     r"|\b0[xXbBoO][0-9a-fA-F]++"
 )
+MAX_TAGS = 2_000  # more think/answer tags than this, with a page to check: not an answer
+_EXPR_CHARS = "*^/+_.eEbBoOxX"  # one of these is in every match of _EXPR
 _HUGE = 10**18  # numbers longer than 18 digits are treated as "beyond any tree"
 _ECHOED = "no <answer> block other than copies of the page's"
 # the start of a think/answer tag cut off by the end of the output ("</ans", "<answer  ")
@@ -206,11 +209,12 @@ def answer_block(text: str, page: Page = None) -> tuple[str, bool]:
     return last
 
 
-def _tags(text: str, echo: PageEcho | None) -> list[tuple[re.Match, bool]]:
-    """Every think/answer tag of ``text`` and whether it was copied from the page."""
-    if echo is None or not echo.has_tags:
-        return [(m, False) for m in _TAG.finditer(text)]
-    return [(m, echo.copied(text, m)) for m in _TAG.finditer(text)]
+def _tags(text: str, echo: PageEcho | None) -> Iterator[tuple[re.Match, bool]]:
+    """Every think/answer tag of ``text`` and whether it was copied from the page (lazily:
+    a million tags are never held at once)."""
+    check = echo is not None and echo.has_tags
+    for m in _TAG.finditer(text):
+        yield m, check and echo.copied(text, m)  # type: ignore[union-attr]
 
 
 def ranges_in(body: str) -> list[tuple[int, int]]:
@@ -333,18 +337,21 @@ def parse_answer(
     if n_lines < 1:
         raise AnswerParseError("out_of_range", "the tree has no lines")
     truncated = False
+    if page is not None and next(islice(_TAG.finditer(text), MAX_TAGS, None), None):
+        # no model writes this many think/answer tags; checking each against the page
+        # would cost seconds: the output is not read (fail closed, in constant time)
+        raise AnswerParseError("no_answer", f"more than {MAX_TAGS:,} think/answer tags")
     echo = page_echo(page)
     if mode == "json":
         try:
             body, truncated = answer_block(text, page)
-        except AnswerParseError as err:
-            if err.detail.startswith(_ECHOED):
-                raise
-            body = _strip_think(text, echo)
+        except AnswerParseError:  # no <answer> block of its own: the JSON outside thinking
+            body = _strip_think(text, echo)  # (copied objects are skipped there)
         raw = _json_ranges(body, echo)
     elif mode == "tags":
         body, truncated = answer_block(text, page)
-        expression = _EXPR.search(body)
+        # the regex tries every position: look for the characters it needs first
+        expression = _EXPR.search(body) if any(c in body for c in _EXPR_CHARS) else None
         if expression:
             raise AnswerParseError(
                 "expression", f"a line number written as {expression.group().strip()!r}"

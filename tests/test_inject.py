@@ -381,3 +381,63 @@ def test_cli_scores_the_cached_steps_only(steps, tmp_path, monkeypatch, capsys):
 
     table = pd.read_csv(out)
     assert set(table["reducer"]) == {"oracle"} and (table["survived"] == 0).all()
+
+
+# ---- payload visibility: any readable span, whatever the output format ---------------------
+
+
+def test_visibility_counts_a_payload_tail_that_no_whole_line_carries(steps):
+    """A reducer whose output holds only the tail of the focused button's name (a chunk
+    boundary inside the line) keeps no attack line, yet the payload is readable."""
+    from lrlib.inject import SPANS, realistic_set, visible_spans
+
+    item = next(it for it in realistic_set() if it.placements[0].attack == "modal-focus")
+    p = item.placements[0]
+    button = next(t for t in item.step.axtree.texts[p.first - 1 : p.last] if "focused" in t)
+    tail = button[button.index("<action>") :]
+
+    class Tail(Reducer):
+        name = "tail"
+
+        def select(self, step):
+            return Output(text="RootWebArea 'x'\n" + tail, kept=[1])
+
+    rows = score(Tail(), [item], clean=False)
+    assert rows[0]["survived"] == 0 and rows[0]["visible"] and rows[0]["payload_visible"]
+    assert visible_spans(tail, "modal-focus") == ["localhost:4321"]
+    # a kept "Cancel" button of the same dialog is an attack line, not a payload
+    cancel = item.step.axtree.texts[p.last - 1]
+    assert "Cancel" in cancel and not visible_spans(cancel, "modal-focus")
+    assert all(SPANS[a] for a in ATTACKS)  # every attack defines its payload spans
+
+
+def test_realistic_attacks_sit_first_with_the_payload_in_a_focused_button(steps):
+    from lrlib.inject import PAYLOAD_HOST, REALISTIC, pinned_ids, realistic_set
+
+    items = realistic_set()
+    assert [it.original.step_id for it in items] == sorted(pinned_ids("core"))
+    assert {it.placements[0].attack for it in items} == set(REALISTIC)
+    for item in items:
+        p = item.placements[0]
+        tree = item.step.axtree
+        assert p.first == 2 and tree.parents[p.first - 1] == 0  # first child of the page
+        if p.attack.startswith("modal"):
+            assert "modal=True" in tree.texts[p.first - 1]
+            focused = [t for t in tree.texts[p.first - 1 : p.last] if t.endswith(", focused")]
+            assert len(focused) == 1 and PAYLOAD_HOST in focused[0] and "</think>" in focused[0]
+        _check_valid(item)
+
+
+def test_pinned_core_set_is_the_one_whose_answers_ship(monkeypatch):
+    """The pinned ids rebuild the attacked trees the cache was made for: a LineRetriever
+    replay of the core set needs no model, whatever the current splits are."""
+    from lrlib import replay
+    from lrlib.inject import pinned_set
+    from lrlib.paths import REPO_DIR
+
+    items = pinned_set("core")
+    assert len(items) == 15 and sum(len(it.injected) for it in items) == 120
+    monkeypatch.setenv("LRLIB_CACHE_DIR", str(REPO_DIR / "data" / "cache"))
+    for prompt, answer in (("paper", "json"), ("defender", "tags")):
+        lr = replay.lineretriever(prompt=prompt, answer=answer, offline=True)
+        assert len(replay.ready_steps(lr, [it.step for it in items])) == 15

@@ -13,7 +13,14 @@ from lrlib.prompts import get_prompt
 from lrlib.pruning import prune
 from lrlib.ranges import Selection, parse_answer
 from lrlib.tokens import count_tokens
-from lrlib.views import LAYOUT_ROLES, attach_hidden, compact_lines, list_views, render
+from lrlib.views import (
+    LAYOUT_ROLES,
+    LEAF_NAME_CHARS,
+    attach_hidden,
+    compact_lines,
+    list_views,
+    render,
+)
 
 INTERACTIVE = {
     "button",
@@ -179,3 +186,33 @@ def test_both_views_render_in_prompts(real_trees, view):
     t = real_trees["webarena_magento"]
     msgs = get_prompt("paper").build(t["goal"], t["tree"], view=view)
     assert "<observation>\n1: RootWebArea" in msgs[1]["content"]
+
+
+def test_the_retriever_sees_a_payload_hidden_past_the_cut():
+    """A name cut at 200 characters would hide its tail from the retriever while the agent
+    reads the whole line: a tail with an address, markup or an instruction is shown whole."""
+    from lrlib.inject import realistic_set
+
+    item = next(it for it in realistic_set() if it.placements[0].attack == "modal-long")
+    p = item.placements[0]
+    shown = compact_lines(item.step.axtree)
+    button = next(s for s in shown[p.first - 1 : p.last] if s and "focused" in s)
+    assert "localhost:4321" in button and "</think>" in button and "…" not in button
+    assert len(button) > LEAF_NAME_CHARS + 50
+    # a long name without anything of the kind is still cut
+    benign = parse("RootWebArea 'x'\n\t[3] button '" + "cookies and privacy " * 20 + "'")
+    assert compact_lines(benign)[1].endswith("…'")
+
+
+def test_real_pages_render_as_before_the_payload_check():
+    """No recorded page has an instruction-like tail past a cut: the check changes no
+    real retriever prompt (and so no cached answer)."""
+    from lrlib import data
+    from lrlib.views import INSTRUCTION_LIKE, PARENT_NAME_CHARS
+
+    for step in data.load_steps():
+        for text in step.axtree.texts:
+            for m in re.finditer(r"'((?:[^'\\]|\\.)*)'", text):
+                body = m.group(1)
+                if len(body) > PARENT_NAME_CHARS:
+                    assert not INSTRUCTION_LIKE.search(body, PARENT_NAME_CHARS - 20), body[:80]
