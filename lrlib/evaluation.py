@@ -185,6 +185,7 @@ def _row(step: Step, label: str, reducer: Reducer, result, base: dict) -> dict[s
     row["latency_s"] = result.latency_s
     row["cold_latency_s"] = extra.get("cold_latency_s", result.latency_s)
     row["failure"] = result.failure
+    row["on_failure"] = (result.params or {}).get("on_failure")  # what a failure lets through
     usage = result.usage or {}
     for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
         row[f"usage_{key}"] = usage.get(key)

@@ -434,3 +434,21 @@ def test_issue_reproduction_end_to_end_falls_back_closed(httpserver, tmp_path):
     red = retriever(url, tmp_path, view="compact", on_failure="closed").reduce(step)
     assert red.failure == "parse:no_answer" and red.extra["selection"] is None
     assert red.kept == [] and "(2, 5)" not in red.text and "Buy" not in red.text
+
+
+def test_every_results_row_names_the_failure_policy(httpserver, tmp_path, real_trees):
+    from lrlib.evaluation import evaluate
+
+    step = step_of(real_trees["webarena_magento"])
+    url = serve(httpserver, Script(lambda body, n: "no idea"))
+    table = {
+        "closed": retriever(url, tmp_path, on_failure="closed"),
+        "full": retriever(url, tmp_path),
+        "bm25": get_reducer("bm25"),
+    }
+    df = evaluate(table, [step], progress=False).set_index("reducer")
+    assert df.loc["closed", "on_failure"] == "closed" and df.loc["full", "on_failure"] == "full"
+    assert (
+        df.loc["closed", "failure"] == "parse:no_answer" and df.loc["closed", "tokens_after"] < 60
+    )
+    assert pd.isna(df.loc["bm25", "on_failure"])  # no model, no failure policy
