@@ -36,7 +36,9 @@ AUTH_LIKE = re.compile(
     rb"bearer\s+[a-z0-9._\-~+/]{8,}"
     rb"|(?:authorization|x-api-key|api[_-]key)[\"']?\s*[:=]\s*[\"']?[a-z0-9._\-]{8,}"
 )
-ARTIFACTS = ("data", "notebooks", "figures", ".lrlib/runs")
+# what lrlib writes: shipped data, notebooks, figures, and the user area (runs, results,
+# answer cache, lab saves)
+ARTIFACTS = ("data", "notebooks", "figures", ".lrlib")
 SKIP_DIRS = {".git", ".venv", "node_modules", "__pycache__", ".ipynb_checkpoints"}
 
 
