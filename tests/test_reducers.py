@@ -319,9 +319,34 @@ def test_bm25_with_no_overlap_keeps_nothing():
 
 def test_program_params_file_has_provenance():
     record = json.loads(PARAMS_FILE.read_text())
-    assert record["provenance"]["split"] == "train" and record["provenance"]["git_commit"]
+    prov = record["provenance"]
+    assert prov["split"].startswith("train+validation") and "test never read" in prov["split"]
+    assert prov["git_commit"]
     assert Knobs.load() == Knobs(**record["knobs"])
     assert Program().knobs == Knobs.load()
+    cv = record["cv"]  # grouped cross-validation, one row per held-out family
+    assert "leave one task family out" in cv["scheme"] and len(cv["per_family"]) >= 5
+    assert 0 < cv["coverage"] <= 1 and cv["n_target"] > 100
+
+
+def test_program_does_not_depend_on_site_roles():
+    """Unknown roles, iframes, containers named by a child text line, unnamed icons and a
+    one-word goal: the rules read role groups and children's text, not ServiceNow's names."""
+    tree = "\n".join([
+        "RootWebArea 'Widgets'",
+        "\t[2] Iframe 'app'",
+        "\t\t[a3] x-swatch ''",  # unknown role named by its child text
+        "\t\t\tStaticText 'Turquoise'",
+        "\t\t[a5] x-swatch ''",
+        "\t\t\tStaticText 'Crimson'",
+        "\t\t[a7] generic ''",  # a clickable card named by its text
+        "\t\t\tStaticText 'Turquoise scarf, size M'",
+        "\t[9] StaticText 'Turquoise is our colour of the month'",
+    ])  # fmt: skip
+    step = Step(goal="Turquoise", tree=tree, target_bids=("a3",))
+    kept = set(Program().reduce(step).kept)
+    assert {2, 3, 7, 9} <= kept  # the iframe, the swatch, the card, the text line
+    assert 6 not in kept  # a text line without the goal term
 
 
 def test_program_keeps_form_controls_and_goal_links(steps):
@@ -358,7 +383,7 @@ def test_goal_terms_match_inside_words():
 
 def test_tuning_set_agrees_with_the_reducer(steps):
     data = TuningSet(steps)
-    for knobs in (Knobs(), Knobs(link=1.0, chrome=0.0), Knobs.load()):
+    for knobs in (Knobs(), Knobs(link=1.0, chrome=0.0, other=2.0, icon=1.0), Knobs.load()):
         mask = data.kept(knobs)
         offset = 0
         for step in steps:

@@ -17,6 +17,7 @@ _BUILTIN_MODULES: tuple[str, ...] = (
     "embedding",  # the paper's embedding retrieval
     "bm25",  # BM25 over lines and over chunks
     "program",  # the tuned rule-based program reducer
+    "learned",  # the learned line scorer (recommended offline reducer)
     "lineretriever",  # the LLM retriever (the paper's method)
 )
 _loaded = False

@@ -1,26 +1,39 @@
-"""A program reducer: rules over roles, goal terms, history and tree structure.
+"""A program reducer: rules over role groups, goal terms, history and tree structure.
 
 Extractive like LineRetriever: it chooses lines, keeps them verbatim and renders them with
 the structure-preserving filter (ancestors as ``[bid] role`` stubs). Every line gets a score;
-lines scoring at least ``threshold`` are kept. The rules:
+lines scoring at least ``threshold`` are kept. The rules read role *groups*
+(:func:`~lrlib.reducers.features.role_group`), not one site's role names:
 
-- **form controls** (textbox, combobox, checkbox, radio, searchbox, ...) are always kept:
-  they are short and most tasks fill them;
-- **other interactive lines** (buttons, links, menu items, tabs, options, labels) start
-  from a prior per kind (``button``, ``link``, ``item``) and gain ``goal`` per goal term
-  their text mentions (terms are crudely stemmed and may match inside a word, so
+- **form controls** (textbox, combobox, searchbox, spinbutton, ...) and **frames**
+  (``Iframe``) are always kept: they are short and most tasks fill them or act inside them;
+- **other interactive lines** (buttons, links, choices, menu items, tabs, options, labels)
+  and **unknown roles carrying a bid** (``other``: custom widgets) start from a prior per
+  kind (``button``, ``link``, ``item``, ``other``) and gain ``goal`` per goal term their
+  text *or their children's text* mentions (a clickable container whose name is carried by
+  a child ``StaticText``; terms are crudely stemmed and may match inside a word, so
   *best-selling* finds *Bestsellers*), ``history`` when an earlier action used them,
   ``near`` when they sit next to the last element acted on (same parent, or among the
-  ``near_lines`` lines after it), ``focus`` when focused, ``cheap`` when the line is short
-  (no URL to pay for); they lose ``chrome`` inside navigation, banners, footers and menu
-  bars (site chrome);
+  ``near_lines`` lines after it), ``icon`` when unnamed (an icon button: no text to match,
+  so it competes on position and cost), ``cheap`` when the line is short (no URL to pay
+  for); they lose ``chrome`` inside navigation, banners, footers and menu bars;
+- **containers with a bid** (generic, group, radiogroup, ...) are scored like ``other``
+  when their name or their children's text mentions a goal term (a clickable card or row,
+  a named choice group), else dropped;
 - **text lines** (static text, headings, cells...) are kept when they mention at least
-  ``text_terms`` goal terms, so an answer the goal asks about tends to stay visible.
+  ``text_terms`` goal terms - or all of them, when the goal has fewer content words.
 
-The knobs are tuned on the ``train`` split only (:func:`tune`, run by
-``benchmarks/tune_program.py``) and stored with their provenance in
-``program_params.json`` beside this file; ``threshold`` is the knob swept for the
-coverage-versus-reduction curve.
+**No page-controlled lift** (the security issue): focus is not read at all, and the goal
+bonus saturates at two terms, so a name repeating the goal verbatim gains no more than one
+naming two of its words; a line must also be of a kind whose prior and other bonuses reach
+the threshold.
+
+The knobs are tuned with grouped cross-validation (leave one task family out, train and
+validation splits only; :func:`~lrlib.reducers.program_tuning.tune`, run by
+``benchmarks/tune_program.py``) and stored with their provenance in ``program_params.json``
+beside this file; ``threshold`` is the knob swept for the coverage-versus-reduction curve.
+The learned scorer (:mod:`.learned`) is the recommended reducer; this one is its
+transparent baseline.
 
 >>> tree = "\\n".join(["RootWebArea 'Shop'", "\\t[3] link 'Home', url='https://shop.example/home'",
 ...                    "\\t[4] button 'Add to cart'", "\\t[5] textbox 'Quantity'"])
@@ -37,32 +50,33 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from ..actions import parse_code
-from ..axtree import AxTree
 from ..step import Step
 from .base import Output, Reducer, register_reducer
 from .chunking import lines_output
+from .features import (
+    goal_terms,
+    history_bids,
+    kids_text,
+    line_names,
+    role_group,
+    stem,
+    term_matcher,
+    unfocused,
+)
 
+__all__ = [
+    "PARAMS_FILE", "Features", "Knobs", "Program", "goal_terms", "keep_lines", "line_features",
+    "score_lines", "stem", "term_matcher",
+]  # fmt: skip
 PARAMS_FILE = Path(__file__).with_name("program_params.json")
 
-FORM = frozenset({
-    "textbox", "searchbox", "combobox", "checkbox", "radio", "switch", "slider", "spinbutton",
-    "listbox", "textarea", "menuitemcheckbox", "menuitemradio",
-})  # fmt: skip
+# role group (features.GROUPS) -> the rule's kind; groups not listed are text or containers
 KIND = {
-    "button": "button", "link": "link", "menuitem": "item", "tab": "item", "option": "item",
-    "treeitem": "item", "LabelText": "item", "gridcell": "item",
+    "form": "form", "frame": "form", "button": "button", "link": "link", "choice": "item",
+    "item": "item", "other": "other",
 }  # fmt: skip
-CHROME = frozenset({"navigation", "banner", "contentinfo", "menubar", "complementary"})
-_STOP = frozenset((
-    "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "go",
-    "how", "i", "in", "into", "is", "it", "me", "my", "of", "on", "or", "our", "please", "show",
-    "tell", "that", "the", "their", "them", "then", "there", "this", "to", "us", "was", "we",
-    "what", "when", "where", "which", "who", "will", "with", "you", "your",
-))  # fmt: skip
-_WORD = re.compile(r"[a-z0-9]+")
-_URL = re.compile(r"url='[^']*'")
-_SUFFIX = re.compile(r"(?:ies|ings?|es|ed|s)$")
+CHECKS = frozenset({"checkbox", "radio", "switch", "menuitemcheckbox", "menuitemradio"})
+_EMPTY_NAME = re.compile(r"^(?:''|'[^\w']*')?\s*(?:,|$)")  # no name, or only glyphs
 
 
 @dataclass(frozen=True)
@@ -76,7 +90,8 @@ class Knobs:
     history: float = 1.0
     near: float = 1.0
     near_lines: int = 0
-    focus: float = 2.0
+    icon: float = 0.5
+    other: float = 0.0
     cheap: float = 1.0
     chrome: float = -1.0
     cheap_chars: int = 40
@@ -93,56 +108,10 @@ class Knobs:
         return cls(**{k: v for k, v in stored.items() if k in names})
 
 
-def stem(word: str) -> str:
-    """A crude stem: common English suffixes off, at least 3 letters left.
-
-    >>> stem("selling"), stem("customers"), stem("categories"), stem("is")
-    ('sell', 'customer', 'categor', 'is')
-    """
-    cut = _SUFFIX.sub("", word)
-    return cut if len(cut) >= 3 else word
-
-
-def goal_terms(text: str) -> list[str]:
-    """Stemmed content words of ``text`` (stop words and one-letter words dropped).
-
-    >>> goal_terms("Go to the hardware store and order 3 'iPad pro' (Silver)")
-    ['hardware', 'store', 'order', 'ipad', 'pro', 'silver']
-    """
-    words = (stem(w) for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1)
-    return list(dict.fromkeys(words))
-
-
-def term_matcher(terms: list[str]) -> re.Pattern[str] | None:
-    """A regex finding the terms in lower-cased text: numbers as whole tokens, words of four
-    letters or more anywhere in a word, shorter words at the start of a word."""
-    parts = []
-    for t in terms:
-        if t.isdigit():
-            parts.append(rf"(?<![0-9]){t}(?![0-9])")
-        elif len(t) >= 4:
-            parts.append(re.escape(t))
-        else:
-            parts.append(rf"\b{re.escape(t)}")
-    return re.compile("|".join(parts)) if parts else None
-
-
-def _history_bids(history: tuple[str, ...]) -> tuple[set[str], str | None]:
-    """Bids named by past actions, and the last one."""
-    seen, last = set(), None
-    for h in history:
-        action = parse_code(h)
-        if action is not None:
-            seen.update(action.bids)
-            if action.bids:
-                last = action.bids[-1]
-    return seen, last
-
-
-def _in_chrome(tree: AxTree) -> list[bool]:
-    out = [False] * len(tree)
-    for i, (role, p) in enumerate(zip(tree.roles, tree.parents, strict=True)):
-        out[i] = role in CHROME or (p >= 0 and out[p])
+def _in_chrome(groups: list[str], parents: list[int]) -> list[bool]:
+    out = [False] * len(groups)
+    for i, (group, p) in enumerate(zip(groups, parents, strict=True)):
+        out[i] = group == "chrome" or (p >= 0 and out[p])
     return out
 
 
@@ -152,57 +121,74 @@ class Features:
     tuning can re-score the same steps under many knob settings cheaply)."""
 
     kind: list[str]  # "form", "text"/"url" (not interactive, without/with URL), or KIND
-    hits: list[int]  # distinct goal terms the line mentions (URLs ignored)
+    hits: list[int]  # distinct goal terms the line (or its children's text) mentions
     acted: list[bool]  # an earlier action used this bid
     near: list[bool]  # same parent as the element of the last action
     after: list[int]  # lines after the element of the last action (0: before it, or none)
-    focus: list[bool]
+    unnamed: list[bool]  # interactive without a name of its own (an icon)
     length: list[int]  # characters, indentation excluded
     chrome: list[bool]  # inside navigation, banner, footer, menu bar
+    n_terms: int = 2  # content words in the goal (text lines need min(text_terms, n_terms))
 
 
 def line_features(step: Step) -> Features:
     """The :class:`Features` of ``step``'s tree."""
     tree = step.axtree
-    match = term_matcher(goal_terms(step.goal))
-    acted, last = _history_bids(step.history)
+    terms = goal_terms(step.goal)
+    match = term_matcher(terms)
+    acted, last = history_bids(step.history)
     last_line = tree.line_of(last) if last else None
     last_parent = tree.parents[last_line - 1] if last_line else -2
     n = len(tree)
+    groups = [role_group(r) for r in tree.roles]
+    names = line_names(tree)
+    kids = kids_text(tree, names)
     kind: list[str] = ["text"] * n
     hits, length = [0] * n, [0] * n
-    used, near, focus = [False] * n, [False] * n, [False] * n
+    used, near, unnamed = [False] * n, [False] * n, [False] * n
     after = [0] * n
     if last_line:
         after[last_line:] = range(1, n - last_line + 1)
-    for i, (text, role, bid) in enumerate(zip(tree.texts, tree.roles, tree.bids, strict=True)):
-        body = text[tree.indents[i] :]
-        length[i] = len(body)
-        if role in FORM:
+    for i, (name, group, bid) in enumerate(zip(names, groups, tree.bids, strict=True)):
+        length[i] = len(unfocused(tree.texts[i])) - tree.indents[i]
+        k = KIND.get(group) if bid is not None or group == "form" else None
+        if tree.roles[i] in CHECKS:
+            k = "form"  # short, and a form's choices are what tasks set
+        if k == "form":
             kind[i] = "form"
             continue
-        has_url = "url=" in body
-        low = _URL.sub("", body).lower() if has_url else body.lower()
-        hits[i] = len(set(match.findall(low))) if match else 0
-        # text lines are candidates only without a URL (page roots, images: costly, no answer)
-        kind[i] = KIND.get(role or "", "url" if has_url else "text")
+        own = len(set(match.findall(name.lower()))) if match else 0
+        child = len(set(match.findall(kids[i].lower()))) if match and kids[i] else 0
+        if k is None and bid is not None and group == "container" and (own or child):
+            k = "other"  # a clickable card, row or group named by its (children's) text
+        if k is None:  # text lines are candidates only without a URL (costly, no answer)
+            kind[i] = "url" if "url='" in tree.texts[i] else "text"
+            hits[i] = own
+            continue
+        kind[i] = k
+        hits[i] = max(own, child)
         used[i] = bid in acted
         near[i] = tree.parents[i] == last_parent
-        focus[i] = "focused" in low
-    return Features(kind, hits, used, near, after, focus, length, _in_chrome(tree))
+        unnamed[i] = bool(_EMPTY_NAME.match(name))
+    return Features(
+        kind, hits, used, near, after, unnamed, length, _in_chrome(groups, tree.parents),
+        len(terms),
+    )  # fmt: skip
 
 
 def score_lines(features: Features, knobs: Knobs) -> list[float]:
     """The score of every line (``inf``: always kept, ``-inf``: never kept)."""
     inf = float("inf")
+    need = max(1, min(knobs.text_terms, features.n_terms))
+    cap = max(1, min(2, features.n_terms))  # a one-word goal can still earn the full bonus
     out = []
-    for kind, hits, used, near, after, focus, length, chrome in zip(
+    for kind, hits, used, near, after, unnamed, length, chrome in zip(
         features.kind,
         features.hits,
         features.acted,
         features.near,
         features.after,
-        features.focus,
+        features.unnamed,
         features.length,
         features.chrome,
         strict=True,
@@ -210,14 +196,14 @@ def score_lines(features: Features, knobs: Knobs) -> list[float]:
         if kind == "form":
             out.append(inf)
         elif kind == "text" or kind == "url":
-            out.append(inf if kind == "text" and hits >= knobs.text_terms else -inf)
+            out.append(inf if kind == "text" and hits >= need else -inf)
         else:
             out.append(
                 getattr(knobs, kind)
-                + knobs.goal * min(hits, 2)
+                + knobs.goal * min(hits, cap) * 2 / cap
                 + knobs.history * used
                 + knobs.near * (near or 0 < after <= knobs.near_lines)
-                + knobs.focus * focus
+                + knobs.icon * unnamed
                 + knobs.cheap * (length <= knobs.cheap_chars)
                 + knobs.chrome * chrome
             )

@@ -1,0 +1,229 @@
+"""How the tunable reducers generalise: grouped CV, the test split, WorkArena -> WebArena.
+
+Usage: ``python benchmarks/bench_generalisation.py [--out results.csv] [--fast]``
+
+For ``learned`` and ``program`` (and the untuned ``bm25``, ``bm25:unit=chunks`` and
+``embedding`` baselines for reference), target coverage and median token reduction with
+95% intervals from a bootstrap over episodes (:mod:`lrlib.intervals`), in four settings:
+
+- ``cv-family``: leave one task family out over train+validation (each family measured
+  with a model fitted / knobs tuned on the other families; the learned scorer's
+  threshold was chosen on these same out-of-fold scores, so this is slightly optimistic);
+- ``test``: the shipped model and knobs (fitted on train+validation) on the test split
+  (whole held-out task families, never used for tuning);
+- ``workarena->webarena``: fitted on WorkArena train+validation steps only, measured on
+  every WebArena step;
+- ``gap``: cv-family minus test (coverage, points), interval from independent bootstraps.
+
+Targets of the generalisation issue: >= 95% coverage at >= 70% median reduction on test
+and on WorkArena -> WebArena, gap <= 3 points.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+from dataclasses import asdict
+
+import numpy as np
+import pandas as pd
+
+from lrlib import data
+from lrlib.crossval import folds
+from lrlib.evaluation import evaluate
+from lrlib.intervals import interval
+from lrlib.metrics import covers, covers_evidence
+from lrlib.reducers import get_reducer
+from lrlib.reducers.features import line_features
+from lrlib.reducers.learned import labels, out_of_fold, step_results
+from lrlib.reducers.program import Program
+from lrlib.reducers.program_tuning import TuningSet, cross_validate, tune
+
+BASELINES = ("bm25", "bm25:unit=chunks", "embedding")
+N_BOOT = 2000
+
+
+def _reps(values: np.ndarray, episodes: np.ndarray, seed: int = 0) -> np.ndarray:
+    """Bootstrap replicates of the mean of ``values`` resampling whole episodes."""
+    keep = ~np.isnan(values)
+    v, e = values[keep], episodes[keep]
+    codes, uniq = pd.factorize(pd.Series(e))
+    w = np.random.default_rng(seed).multinomial(
+        len(uniq), np.full(len(uniq), 1 / len(uniq)), N_BOOT
+    )
+    sums = np.bincount(codes, weights=v, minlength=len(uniq))
+    counts = np.bincount(codes, minlength=len(uniq))
+    return (w @ sums) / (w @ counts)
+
+
+def _row(setting: str, reducer: str, red, hit, ev, ep) -> dict:
+    cov = interval(hit, ep, "mean")
+    evi = interval(ev, ep, "mean")
+    med = interval(red, ep, "median")
+    return {
+        "setting": setting,
+        "reducer": reducer,
+        "coverage": cov["estimate"],
+        "coverage_lo": cov["lo"],
+        "coverage_hi": cov["hi"],
+        "n_target": cov["n_steps"],
+        "n_episodes": cov["n_episodes"],
+        "evidence": evi["estimate"],
+        "evidence_lo": evi["lo"],
+        "evidence_hi": evi["hi"],
+        "n_evidence": evi["n_steps"],
+        "median_reduction": med["estimate"],
+        "reduction_lo": med["lo"],
+        "reduction_hi": med["hi"],
+        "n_steps": med["n_steps"],
+    }
+
+
+def _exact(reducer, steps) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-step reduction, target and evidence coverage of ``reducer`` (exact evaluation)."""
+    red, hit, ev = [], [], []
+    for s in steps:
+        r = reducer.reduce(s)
+        red.append(r.reduction)
+        c, e = covers(s, r.kept, r.stubs), covers_evidence(s, r.kept)
+        hit.append(np.nan if c is None else float(c))
+        ev.append(np.nan if e is None else float(e))
+    return np.array(red), np.array(hit), np.array(ev)
+
+
+def _episodes(steps) -> np.ndarray:
+    return np.array([str(s.meta.get("episode") or s.step_id) for s in steps], dtype=object)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", help="also write the table as CSV here")
+    parser.add_argument("--fast", action="store_true", help="fewer tuning draws for program CV")
+    args = parser.parse_args()
+    warnings.filterwarnings("ignore", category=UserWarning)
+    start = time.perf_counter()
+    steps = data.load_steps()
+    split = np.array([s.meta.get("split") for s in steps])
+    bench = np.array([s.meta.get("benchmark") for s in steps])
+    dev_idx = np.flatnonzero(split != "test")
+    test_idx = np.flatnonzero(split == "test")
+    dev = [steps[i] for i in dev_idx]
+    wa = np.flatnonzero((bench == "workarena") & (split != "test"))
+    we = np.flatnonzero(bench == "webarena")
+    ep = _episodes(steps)
+    results: dict[tuple[str, str], tuple[np.ndarray, ...]] = {}
+
+    # learned: per-fold refits at the shipped knobs
+    shipped = get_reducer("learned")
+    knobs = {
+        "threshold": shipped.threshold,
+        "min_keep": shipped.min_keep,
+        "cheap": shipped.cheap,
+        "rescue": shipped.rescue,
+    }
+    X = [line_features(s) for s in steps]
+    Y = [labels(s) for s in steps]
+    fam = folds(dev, "family")
+    oof = out_of_fold([X[i] for i in dev_idx], [Y[i] for i in dev_idx], fam)
+    fx = [X[i] for i in dev_idx]
+    results["cv-family", "learned"] = (*step_results(dev, oof, **knobs, features=fx), ep[dev_idx])
+    test_scores = [shipped.model.predict(X[i]) for i in test_idx]
+    results["test", "learned"] = (
+        *step_results(
+            [steps[i] for i in test_idx], test_scores, **knobs, features=[X[i] for i in test_idx]
+        ),
+        ep[test_idx],
+    )
+    F = type("Fold", (), {})
+    cross = F()
+    cross.name, cross.train_idx, cross.test_idx = "workarena->webarena", wa, we
+    wa_we = out_of_fold(X, Y, [cross])
+    results["workarena->webarena", "learned"] = (
+        *step_results(
+            [steps[i] for i in we], [wa_we[i] for i in we], **knobs, features=[X[i] for i in we]
+        ),
+        ep[we],
+    )
+
+    # program: knobs re-tuned inside every fold, then measured exactly
+    draws = {"samples": 60, "restarts": 2} if args.fast else {"samples": 150, "restarts": 5}
+    tset = TuningSet(steps)
+    gfolds = []
+    for f in fam:
+        g = F()
+        g.name, g.train_idx, g.test_idx = f.name, dev_idx[f.train_idx], dev_idx[f.test_idx]
+        gfolds.append(g)
+    _, _, per_fold = cross_validate(tset, gfolds, 0.97, **draws)
+    parts = [_exact(Program(**r["knobs"]), [steps[i] for i in g.test_idx])
+             for g, r in zip(gfolds, per_fold, strict=True)]  # fmt: skip
+    order = np.concatenate([g.test_idx for g in gfolds])
+    results["cv-family", "program"] = (
+        *(np.concatenate([p[k] for p in parts]) for k in range(3)),
+        ep[order],
+    )
+    results["test", "program"] = (
+        *_exact(get_reducer("program"), [steps[i] for i in test_idx]),
+        ep[test_idx],
+    )
+    k_wa, _ = tune(tset, 0.97, idx=wa, **draws)
+    results["workarena->webarena", "program"] = (
+        *_exact(Program(**asdict(k_wa)), [steps[i] for i in we]),
+        ep[we],
+    )
+
+    # untuned baselines: the same steps of each setting
+    frame = evaluate(list(BASELINES), steps, progress=False)
+    for name in BASELINES:
+        part = frame[frame.reducer == name].set_index("step_id")
+        for setting, idx in (
+            ("cv-family", dev_idx),
+            ("test", test_idx),
+            ("workarena->webarena", we),
+        ):
+            ids = [steps[i].step_id for i in idx]
+            sub = part.loc[ids]
+            hit = sub["covered"].astype("float64").to_numpy()
+            ev = sub["evidence_covered"].astype("float64").to_numpy()
+            results[setting, name] = (sub["reduction"].to_numpy(float), hit, ev, ep[idx])
+
+    rows = [_row(s, r, *v) for (s, r), v in results.items()]
+    for name in ("learned", "program", *BASELINES):
+        _, hv, _, ev = results["cv-family", name]
+        _, ht, _, et = results["test", name]
+        d = _reps(hv, ev) - _reps(ht, et)
+        rows.append(
+            {
+                "setting": "gap (cv - test)",
+                "reducer": name,
+                "coverage": float(np.nanmean(hv) - np.nanmean(ht)),
+                "coverage_lo": float(np.quantile(d, 0.025)),
+                "coverage_hi": float(np.quantile(d, 0.975)),
+            }
+        )
+    table = pd.DataFrame(rows)
+    pct = lambda x: "" if x != x else f"{100 * x:.1f}"  # noqa: E731
+
+    def cell(r, key: str, lo: str, hi: str, n: str | None = None) -> str:
+        v = getattr(r, key, np.nan)
+        if pd.isna(v):
+            return ""
+        out = f"{pct(v)} [{pct(getattr(r, lo))}, {pct(getattr(r, hi))}]"
+        return out + (f" n={int(getattr(r, n))}" if n and not pd.isna(getattr(r, n)) else "")
+
+    print("| setting | reducer | target coverage [95% CI] n | episodes | "
+          "evidence coverage [95% CI] n | median reduction [95% CI] n steps |")  # fmt: skip
+    print("|---|---|---|---|---|---|")
+    for r in table.itertuples():
+        eps = "" if pd.isna(getattr(r, "n_episodes", np.nan)) else str(int(r.n_episodes))
+        print(f"| {r.setting} | {r.reducer} | {cell(r, 'coverage', 'coverage_lo', 'coverage_hi', 'n_target')} "
+              f"| {eps} | {cell(r, 'evidence', 'evidence_lo', 'evidence_hi', 'n_evidence')} "
+              f"| {cell(r, 'median_reduction', 'reduction_lo', 'reduction_hi', 'n_steps')} |")  # fmt: skip
+    print(f"\n({time.perf_counter() - start:.0f} s; learned knobs {knobs})")
+    if args.out:
+        table.to_csv(args.out, index=False)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
