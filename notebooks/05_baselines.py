@@ -11,9 +11,9 @@
 #   counted;
 # * **evidence coverage**: the share of steps that keep, besides the target, the other lines
 #   the recorded action needs: the option a `select_option` picks, the label of a filled
-#   field, the page text a `send_msg_to_user` answer reports, the text naming an unnamed
-#   button (`lrlib.evidence`; rules in `data/README.md`). It is stricter than target coverage
-#   and also counts answer-only steps.
+#   field, the question a clicked radio button answers, the page text a `send_msg_to_user`
+#   answer reports, the text naming an unnamed button (`lrlib.evidence`; rules in
+#   `data/README.md`). It is stricter than target coverage and also counts answer-only steps.
 #
 # Every reducer registered in lrlib runs on two splits (`data/README.md`, "Splits"):
 # **validation** (episodes of the task families that `train` also holds: in-distribution)
@@ -240,12 +240,18 @@ pd.concat(all_sweeps, ignore_index=True).reindex(columns=curve_cols).round(3)
 # ## Reading it
 #
 # * **What the intervals support.** Read the claims off `generalisation_splits` and
-#   `generalisation_gap` (and the figure above), not off single numbers: on validation the
-#   program reducer's target coverage interval lies above every similarity and truncation
-#   baseline's, and the paired table says by how much on the same steps. Its evidence
-#   coverage is much lower than its target coverage: it keeps the acted element but often
-#   drops the option or label the action also needed, and so does the oracle by
-#   construction (target and ancestors only), which is why evidence coverage is reported.
+#   `generalisation_gap` (and the figure above), not off single numbers. The program
+#   reducer and the learned scorer were tuned by leave-one-family-out cross-validation on
+#   `train` *and* `validation`: their validation rows are fits, and **test** is their only
+#   held-out measurement. On both splits their target coverage intervals lie above every
+#   similarity and truncation baseline's; the paired table says by how much on the same
+#   steps.
+# * **Evidence coverage tells a different story.** Keeping the acted element is not keeping
+#   what the action needs: the reducers that keep targets best often drop the option, label
+#   or group question next to them, and so does the oracle by construction (target and
+#   ancestors only). On test, the program reducer's evidence coverage falls well below its
+#   validation value (a gap whose interval excludes 0), and the similarity baselines are
+#   not distinguishable from it there.
 # * **Generalisation.** On the held-out families the intervals are wide (39 test steps with a
 #   target, in the 6 test episodes that have one); a gap can only be claimed when its
 #   interval excludes 0. BM25 over lines drops on test (its validation fit rides on
