@@ -90,7 +90,17 @@ def interval_forest(
     for k, ax in enumerate(axes[0]):
         ax.set_yticks(y, [_name(r, model) for r in reducers] if k == 0 else [""] * len(y))
         ax.set_ylim(len(reducers) - 0.5, -0.5)
-    axes[0][0].legend(fontsize=7, title=hue, title_fontsize=7, loc="lower left")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(
+        handles,
+        labels,
+        fontsize=7,
+        title=hue,
+        title_fontsize=7,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        ncol=max(1, len(hues)),
+    )  # below: hides no point
     fig.suptitle(title + (f" - retriever model: {model}" if needs_model(reducers) else ""),
                  fontsize=10)  # fmt: skip
     fig.tight_layout()
