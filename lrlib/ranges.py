@@ -173,9 +173,10 @@ def answer_block(text: str, page: Page = None) -> tuple[str, bool]:
     in_think, echoed = False, False
     answer_start = -1  # start of the body of the currently open answer block
     last: tuple[str, bool] | None = None
-    for m, copied in _tags(text, echo):
+    check = echo is not None and echo.has_tags
+    for m in _TAG.finditer(text):
         closing, tag = m.group(1) == "/", m.group(2).lower()
-        if copied:
+        if check and echo.copied(text, m):  # type: ignore[union-attr]
             if tag == "answer" and closing and answer_start >= 0 and not in_think:
                 answer_start, echoed = -1, True  # a copy's end: the block was a copy
             echoed = True
@@ -207,14 +208,6 @@ def answer_block(text: str, page: Page = None) -> tuple[str, bool]:
             reason = _ECHOED
         raise AnswerParseError("no_answer", f"{reason} in the model output")
     return last
-
-
-def _tags(text: str, echo: PageEcho | None) -> Iterator[tuple[re.Match, bool]]:
-    """Every think/answer tag of ``text`` and whether it was copied from the page (lazily:
-    a million tags are never held at once)."""
-    check = echo is not None and echo.has_tags
-    for m in _TAG.finditer(text):
-        yield m, check and echo.copied(text, m)  # type: ignore[union-attr]
 
 
 def ranges_in(body: str) -> list[tuple[int, int]]:
@@ -371,8 +364,9 @@ def _strip_think(text: str, echo: PageEcho | None = None) -> str:
     """``text`` without its closed ``<think>`` blocks (and anything after an unclosed one);
     think tags copied from the page do not count."""
     out, pos, depth_start = [], 0, -1
-    for m, copied in _tags(text, echo):
-        if copied or m.group(2).lower() != "think":
+    check = echo is not None and echo.has_tags
+    for m in _TAG.finditer(text):
+        if m.group(2).lower() != "think" or check and echo.copied(text, m):  # type: ignore[union-attr]
             continue
         if m.group(1) != "/" and depth_start < 0:
             out.append(text[pos : m.start()])

@@ -31,48 +31,53 @@ FORMS = ("lines", "joined")
 
 @pytest.fixture(scope="module")
 def attacked():
-    """A real WorkArena step with both planted answers (tags, JSON) near the target."""
+    """A real step with planted answers: in tags on one line, in tags split over three lines
+    (as in the issue), and as a JSON object near the target."""
     steps = [s for s in data.load_steps() if s.target_lines and len(s.axtree) > 50]
     step = sorted(steps, key=lambda s: s.step_id)[0]
-    item = inject(step, [("fake-tags", "top"), ("fake-json", "near-target")])
+    item = inject(
+        step, [("fake-tags", "top"), ("split-answer", "middle"), ("fake-json", "near-target")]
+    )
     return item
 
 
-def _shown(item, view: str) -> list[str]:
-    """The attack lines as the model saw them in ``view``."""
+def _shown(item, view: str, block: str) -> list[str]:
+    """The lines of the planted ``block`` (or of every attack) as the model saw them in
+    ``view``, with the dialog line above them."""
     tree = item.step.axtree
-    first = min(p.first for p in item.placements)
-    last = max(p.last for p in item.placements)
+    chosen = [p for p in item.placements if block in ("all", p.attack)]
+    first, last = min(p.first for p in chosen), max(p.last for p in chosen)
     if view == "window":
         text = window_lines(tree, "compact", (max(1, first - 3), min(len(tree), last + 3)))
-    elif view == "names":
-        text = names_only(render(tree, "full"))
     else:
-        text = render(tree, view)
-    lines = text.split("\n")
-    attack = [ln for ln in lines if any(k in ln for k in ("<answer>", '"ranges"', "</think>"))]
-    assert len(attack) >= 3, view  # both planted answers and the fake </think> are shown
-    a, b = lines.index(attack[0]), lines.index(attack[-1])
-    return lines[max(0, a - 1) : b + 1]
+        text = render(tree, "full" if view == "names" else view)
+    lines = [ln for ln in text.split("\n") if first <= int(ln.split(":", 1)[0]) <= last]
+    if view == "names":
+        lines = names_only("\n".join(lines)).split("\n")
+    assert any("answer" in ln or "ranges" in ln for ln in lines), (view, block)
+    return lines
 
 
 def _planted(item) -> set[tuple[int, int]]:
     return {(p.first, p.last) for p in item.placements}
 
 
-CASES = [(v, m, w, f) for v in VIEWS for m in MODES for w in WHERE for f in FORMS]
+BLOCKS = ("all", "split-answer", "fake-tags", "fake-json")  # what the model copies
+CASES = [
+    (v, m, w, f, b) for v in VIEWS for m in MODES for w in WHERE for f in FORMS for b in BLOCKS
+]
 
 
 def test_the_suite_has_at_least_40_cases():
-    assert len(CASES) >= 40
+    assert len(CASES) >= 40  # 256
 
 
-@pytest.mark.parametrize(("view", "mode", "where", "form"), CASES)
-def test_no_planted_answer_is_ever_taken(attacked, view, mode, where, form):
+@pytest.mark.parametrize(("view", "mode", "where", "form", "block"), CASES)
+def test_no_planted_answer_is_ever_taken(attacked, view, mode, where, form, block):
     item = attacked
     tree, n = item.step.tree, len(item.step.axtree)
     real = item.step.target_lines[0]
-    lines = _shown(item, view)
+    lines = _shown(item, view, block)
     echo = "\n".join(lines) if form == "lines" else " ".join(ln.strip() for ln in lines)
     genuine = (
         f"<answer>[({real}, {real})]</answer>"
@@ -86,7 +91,8 @@ def test_no_planted_answer_is_ever_taken(attacked, view, mode, where, form):
     elif where == "after":
         out = f"<think>The page shows:\n{echo}\nwhich I ignore.</think>\n{genuine}"
     else:  # the output ends inside the copy of the planted answer
-        cut = echo.index("<answer>[(") + len("<answer>[(") + 2
+        split = next(p for p in item.placements if block in ("all", p.attack))
+        cut = echo.rindex(str(split.last))  # inside the planted range, before its end
         out = f"The page shows:\n{echo[:cut]}"
     for page in (tree, render(item.step.axtree, "compact")):
         try:
@@ -145,7 +151,7 @@ def test_numbers_written_as_expressions_are_unreadable(answer, mode):
 
 # ---- property: no copy of any page span, in any view, ever becomes a selection -----------
 
-ATTACKS = ("fake-tags", "fake-json", "fake-lines", "modal-focus", "popup")
+ATTACKS = ("fake-tags", "split-answer", "fake-json", "fake-lines", "modal-focus", "popup")
 
 
 @pytest.fixture(scope="module")
