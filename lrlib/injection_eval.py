@@ -330,6 +330,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="sampling and placement seed")
     parser.add_argument(
+        "--pinned",
+        choices=("core", "wide"),
+        default=None,
+        help="attack the pinned steps instead of a sample of --split (core: the 15 steps "
+        "whose answers ship; wide: 114)",
+    )
+    parser.add_argument(
+        "--realistic",
+        action="store_true",
+        help="one realistic attack per step (modal first, focused payload button, alert "
+        "banner) instead of two benchmark attacks",
+    )
+    parser.add_argument(
         "--no-clean",
         action="store_true",
         help="skip the runs on the clean steps (no coverage change)",
@@ -356,9 +369,16 @@ def run(args: argparse.Namespace) -> int:
 
     from . import data, paths
     from .evaluation import markdown_table
+    from .inject import REALISTIC, pinned_set
 
-    steps = data.load_steps(split=args.split, benchmark=args.benchmark)
-    items = build_set(steps, n=args.steps, per_step=args.per_step, seed=args.seed)
+    shape = {"attacks": REALISTIC, "per_step": 1, "positions": ("top",)} if args.realistic else {}
+    if args.pinned:
+        items = pinned_set(args.pinned, **{"per_step": args.per_step, **shape})
+    else:
+        steps = data.load_steps(split=args.split, benchmark=args.benchmark)
+        items = build_set(
+            steps, n=args.steps, **{"per_step": args.per_step, **shape}, seed=args.seed
+        )
     specs = [s.strip() for s in args.reducers.split(";") if s.strip()]
     ready = _cached_items if args.cached else lambda reducer, todo, clean: list(todo)
     rows, notes = _score_all(

@@ -445,3 +445,19 @@ def test_pinned_core_set_is_the_one_whose_answers_ship(monkeypatch):
     for prompt, answer in (("paper", "json"), ("defender", "tags")):
         lr = replay.lineretriever(prompt=prompt, answer=answer, offline=True)
         assert len(replay.ready_steps(lr, [it.step for it in items])) == 15
+
+
+def test_cli_attacks_the_pinned_steps_realistically(tmp_path, monkeypatch, capsys):
+    from lrlib.cli import main
+
+    monkeypatch.setenv("LRLIB_OFFLINE", "1")
+    out = tmp_path / "rows.csv"
+    args = ["inject", "--pinned", "core", "--realistic", "--no-clean", "--no-progress"]
+    assert main([*args, "--reducers", "full;oracle", "--out", str(out)]) == 0
+    import pandas as pd
+
+    table = pd.read_csv(out)
+    assert table["step_id"].nunique() == 15 and set(table["position"]) == {"top"}
+    assert set(table["attack"]) == {"modal-focus", "modal-long", "alert-banner"}
+    by = table.groupby("reducer")["payload_visible"].mean()
+    assert by["full"] == 1.0 and by["oracle"] == 0.0
