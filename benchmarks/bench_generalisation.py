@@ -22,6 +22,7 @@ and on WorkArena -> WebArena, gap <= 3 points.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 import warnings
 from dataclasses import asdict
@@ -92,6 +93,10 @@ def _exact(reducer, steps) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.array(red), np.array(hit), np.array(ev)
 
 
+def _stage(name: str, start: float) -> None:
+    print(f"[{time.perf_counter() - start:6.0f} s] {name} done", file=sys.stderr, flush=True)
+
+
 def _episodes(steps) -> np.ndarray:
     return np.array([str(s.meta.get("episode") or s.step_id) for s in steps], dtype=object)
 
@@ -100,6 +105,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", help="also write the table as CSV here")
     parser.add_argument("--fast", action="store_true", help="fewer tuning draws for program CV")
+    parser.add_argument("--skip", nargs="*", default=[], help="baselines to leave out")
     args = parser.parse_args()
     warnings.filterwarnings("ignore", category=UserWarning)
     start = time.perf_counter()
@@ -146,6 +152,7 @@ def main() -> int:
         ep[we],
     )
 
+    _stage("learned", start)
     # program: knobs re-tuned inside every fold, then measured exactly
     draws = {"samples": 60, "restarts": 2} if args.fast else {"samples": 150, "restarts": 5}
     tset = TuningSet(steps)
@@ -172,9 +179,12 @@ def main() -> int:
         ep[we],
     )
 
+    _stage("program", start)
     # untuned baselines: the same steps of each setting
-    frame = evaluate(list(BASELINES), steps, progress=False)
-    for name in BASELINES:
+    baselines = [b for b in BASELINES if b not in args.skip]
+    frame = evaluate(baselines, steps, progress=False)
+    _stage("baselines", start)
+    for name in baselines:
         part = frame[frame.reducer == name].set_index("step_id")
         for setting, idx in (
             ("cv-family", dev_idx),
@@ -188,7 +198,7 @@ def main() -> int:
             results[setting, name] = (sub["reduction"].to_numpy(float), hit, ev, ep[idx])
 
     rows = [_row(s, r, *v) for (s, r), v in results.items()]
-    for name in ("learned", "program", *BASELINES):
+    for name in ("learned", "program", *baselines):
         _, hv, _, ev = results["cv-family", name]
         _, ht, _, et = results["test", name]
         d = _reps(hv, ev) - _reps(ht, et)

@@ -304,3 +304,38 @@ def line_features(step: Step) -> np.ndarray:
         * (X[:, col["same_parent"]] + X[:, col["near_after"]] > 0)
     )
     return X
+
+
+def rescued_lines(X: np.ndarray, k: int) -> list[int]:
+    """The ``k`` unnamed containers (or unknown roles) with a bid whose children's text best
+    matches the goal (BM25 > 0): a clickable card or custom widget named by a child text
+    line. The recorded data has almost no such targets, so no model can learn them from it;
+    this rule is a prior for other sites (MiniWoB-style pages), not fitted.
+
+    >>> X = np.zeros((3, len(FEATURES)))
+    >>> for c in ("has_bid", "empty_name", "role_container"): X[1:, FEATURES.index(c)] = 1
+    >>> X[1:, FEATURES.index("kids_bm25_rel")] = [0.4, 1.0]
+    >>> rescued_lines(X, 1)
+    [3]
+    """
+    col = FEATURES.index
+    cand = (
+        (X[:, col("has_bid")] > 0)
+        & (X[:, col("empty_name")] > 0)
+        & ((X[:, col("role_container")] + X[:, col("role_other")]) > 0)
+        & (X[:, col("kids_bm25_rel")] > 0)
+    )
+    idx = np.flatnonzero(cand)
+    best = idx[np.argsort(-X[idx, col("kids_bm25_rel")], kind="stable")[:k]]
+    return sorted(int(i) + 1 for i in best)
+
+
+SHORT = 40  # characters (indentation excluded): a line this short costs ~10 tokens or fewer
+
+
+def short_lines(step: Step) -> np.ndarray:
+    """1 for the lines of at most :data:`SHORT` characters (the ``cheap`` knob's lines)."""
+    tree = step.axtree
+    return np.array(
+        [len(unfocused(t)) - k <= SHORT for t, k in zip(tree.texts, tree.indents, strict=True)]
+    )
