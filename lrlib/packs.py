@@ -32,7 +32,7 @@ import json
 import sqlite3
 import sys
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ import numpy as np
 
 from . import paths
 from .embeddings import CachedEmbedder, model_slug, normalise
+from .step import Step
 
 FORMAT = 1
 
@@ -128,6 +129,34 @@ def seed(db: sqlite3.Connection, pack: Path, model: str) -> None:
         db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (marker, str(len(keys))))
 
 
+INJECTION_SETS = ("core", "realistic", "wide")
+
+
+def notebook_steps(
+    splits: Sequence[str] = ("validation", "test"), sets: Sequence[str] = INJECTION_SETS
+) -> list[Step]:
+    """Every step the notebooks embed: the clean steps of ``splits`` ("all" for every row)
+    and the attacked steps of the injection ``sets`` (:func:`lrlib.inject.pinned_set`
+    "core"/"wide", :func:`lrlib.inject.realistic_set`). ``lrlib embeddings`` packs exactly
+    these, so `make figures` computes no vector on a fresh clone.
+
+    >>> from lrlib.data import load_steps
+    >>> len(notebook_steps(["test"], [])) == len(load_steps(split="test"))
+    True
+    """
+    from . import data, inject
+
+    steps = [s for v in splits for s in data.load_steps(split=None if v == "all" else v)]
+    every = data.load_steps()
+    for name in sets:
+        if name == "realistic":
+            items = inject.realistic_set(steps=every)
+        else:
+            items = inject.pinned_set(name, steps=every)
+        steps += [it.step for it in items]
+    return steps
+
+
 # ---- command line: ``lrlib embeddings`` ----------------------------------------------------
 
 
@@ -140,10 +169,9 @@ def add_arguments(parser: Any) -> None:
         "from the first one",
     )  # fmt: skip
     parser.add_argument(
-        "--inject", default="15", metavar="N,...",
-        help="also the attacked steps of `lrlib inject --split SPLIT --steps N` (seed 0) for "
-        "each N ('all': every step with a target; '' for none); default: 15, the set of "
-        "notebook 06 that every reducer runs on",
+        "--inject", default="core,realistic,wide", metavar="SET,...",
+        help="also the attacked steps of these injection sets (notebook 06): core and wide "
+        "(`lrlib inject --pinned`), realistic (`--realistic`); '' for none",
     )  # fmt: skip
     parser.add_argument("--out", default=None, help="pack path (default: data/embeddings/)")
 
@@ -152,16 +180,17 @@ def run(args: Any) -> int:
     """``lrlib embeddings``: compute what is missing, then write the pack the notebooks use."""
     from tqdm.auto import tqdm
 
-    from . import data, inject, replay
+    from . import replay
     from .evaluation import resolve
 
     names = [v.strip() for v in args.split.split(",") if v.strip()] or ["all"]
-    per_split = [data.load_steps(split=None if v == "all" else v) for v in names]
-    steps = [s for group in per_split for s in group]
-    clean = list(per_split[0])
-    for n in filter(None, (v.strip() for v in args.inject.split(","))):
-        chosen = inject.build_set(clean, n=None if n == "all" else int(n), per_step=2, seed=0)
-        steps += [it.step for it in chosen]
+    sets = [v.strip() for v in args.inject.split(",") if v.strip()]
+    unknown = sorted(set(sets) - set(INJECTION_SETS))
+    if unknown:
+        valid = ", ".join(INJECTION_SETS)
+        print(f"embeddings: unknown injection set {unknown[0]!r}; valid: {valid}", file=sys.stderr)
+        return 2
+    steps = notebook_steps(names, sets)
     reducer = resolve([args.reducer])[args.reducer]
     if not isinstance(getattr(reducer, "embedder", None), CachedEmbedder):
         print(f"embeddings: {args.reducer!r} is not a cached embedding reducer", file=sys.stderr)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from test_embeddings import Counting  # the toy embedder that records its calls
 
-from lrlib import data, replay
+from lrlib import packs, replay
 from lrlib.embeddings import CachedEmbedder, LocalE5
 from lrlib.evaluation import resolve
 from lrlib.packs import pack_path, read_pack, write_pack
@@ -107,15 +107,13 @@ def test_a_bad_pack_is_ignored_with_a_warning_never_trusted(tmp_path, packed, da
 
 @pytest.fixture(scope="module")
 def notebook_steps():
-    steps = data.load_steps(split="validation")
-    from lrlib import inject
-
-    return steps + [it.step for it in inject.build_set(steps, n=15, per_step=2, seed=0)]
+    """Validation and test steps, then the attacked steps of notebook 06's injection sets."""
+    return packs.notebook_steps()
 
 
 def test_shipped_pack_covers_every_step_the_notebooks_embed(tmp_path, monkeypatch, notebook_steps):
-    """A fresh clone has no embeddings cache: the pack alone must cover the validation split
-    and the injection set, so `make figures` computes no vector."""
+    """A fresh clone has no embeddings cache: the pack alone must cover the validation and
+    test splits and every injection set, so `make figures` computes no vector."""
     monkeypatch.setenv("LRLIB_CACHE_DIR", str(tmp_path))
     reducer = resolve(["embedding"])["embedding"]
     assert reducer.embedder.pack == pack_path(reducer.embedder.model)
@@ -128,7 +126,8 @@ def test_shipped_pack_covers_every_step_the_notebooks_embed(tmp_path, monkeypatc
 def test_shipped_vectors_match_the_model_and_rank_alike(tmp_path, monkeypatch, notebook_steps):
     """Recompute one real step's vectors with e5 now: the pack holds the same vectors (up to
     the engine's float noise), and the embedding reducer keeps the same chunks either way."""
-    step = min(notebook_steps[:146], key=lambda s: abs(len(s.axtree) - 120))
+    clean = packs.notebook_steps(["validation"], [])
+    step = min(clean, key=lambda s: abs(len(s.axtree) - 120))
     monkeypatch.setenv("LRLIB_CACHE_DIR", str(tmp_path / "packed"))
     from_pack = resolve(["embedding"])["embedding"]
     kept = from_pack.reduce(step).kept
@@ -169,7 +168,7 @@ def test_the_command_rebuilds_the_pack_from_the_cache_alone(tmp_path, monkeypatc
 
     monkeypatch.setenv("LRLIB_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "rebuilt.npz"
-    assert main(["embeddings", "--split", "validation", "--inject", "15", "--out", str(out)]) == 0
+    assert main(["embeddings", "--out", str(out)]) == 0  # the defaults build the shipped pack
     assert "(0 computed now)" in capsys.readouterr().out
     model = resolve(["embedding"])["embedding"].embedder.model
     keys, vectors, seconds = read_pack(out, model)
@@ -179,3 +178,5 @@ def test_the_command_rebuilds_the_pack_from_the_cache_alone(tmp_path, monkeypatc
     np.testing.assert_array_equal(seconds, shipped_seconds)
     assert main(["embeddings", "--reducer", "bm25", "--out", str(out)]) == 2
     assert "not a cached embedding reducer" in capsys.readouterr().err
+    assert main(["embeddings", "--inject", "core,bogus", "--out", str(out)]) == 2
+    assert "valid: core, realistic, wide" in capsys.readouterr().err
