@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .plots import PALETTE, needs_model, require_model, save
+from . import plots
+from .plots import PALETTE, needs_model, require_model
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -104,7 +105,7 @@ def interval_forest(
     fig.suptitle(title + (f" - retriever model: {model}" if needs_model(reducers) else ""),
                  fontsize=10)  # fmt: skip
     fig.tight_layout()
-    return save(fig, name)
+    return plots.save(fig, name)  # looked up at call time (tests spy on it)
 
 
 def _name(reducer: str, model: str | None) -> str:
