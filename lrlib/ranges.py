@@ -147,6 +147,8 @@ class Selection:
 
 
 def _int(token: str) -> int:
+    if len(token) <= 18:  # the common case, fast: at most 18 digits fit below _HUGE
+        return int(token)
     digits = token.lstrip("-")
     if len(digits) > 18:
         return -_HUGE if token.startswith("-") else _HUGE
@@ -253,6 +255,11 @@ def _json_ranges(text: str, echo: PageEcho | None) -> list[tuple[int, int]]:
         raise AnswerParseError("bad_schema", 'expected an object {"ranges": [[start, end], ...]}')
     out = []
     for item in obj["ranges"]:
+        if type(item) is list and len(item) == 2:  # fast path: [int, int] (bools excluded)
+            a, b = item
+            if type(a) is int and type(b) is int:
+                out.append((_clip(a), _clip(b)))
+                continue
         if isinstance(item, bool):
             continue
         values = item if isinstance(item, list) else [item]
