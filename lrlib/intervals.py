@@ -97,24 +97,39 @@ def interval(
     (0.667, 6, 3, True)
     """
     import numpy as np
-    import pandas as pd
 
     _check_stat(stat)
-    v = np.asarray(values, dtype=float)
-    keep = ~np.isnan(v)
-    v = v[keep]
-    codes, uniques = pd.factorize(pd.Series(np.asarray(clusters, dtype=object)[keep]))
-    out: dict[str, float | int] = {"n_steps": int(v.size), "n_episodes": int(len(uniques))}
-    if v.size == 0:
-        return {"estimate": float("nan"), "lo": float("nan"), "hi": float("nan"), **out}
-    est = _point(v, stat)
-    if len(uniques) < 2:
+    est, reps, n_steps, n_clusters = _resampled(values, clusters, stat, n_boot, seed)
+    out: dict[str, float | int] = {"n_steps": n_steps, "n_episodes": n_clusters}
+    if n_clusters < 2:  # no value (estimate NaN) or one episode: nothing to resample
         return {"estimate": est, "lo": float("nan"), "hi": float("nan"), **out}
-    reps = _replicates(v, codes, stat, _weights(len(uniques), n_boot, seed))
     reps = reps[~np.isnan(reps)]
     alpha = (1.0 - level) / 2.0
     lo, hi = np.quantile(reps, [alpha, 1.0 - alpha])
     return {"estimate": est, "lo": float(lo), "hi": float(hi), **out}
+
+
+def _resampled(
+    values: Sequence[float] | np.ndarray,
+    clusters: Sequence[Any] | np.ndarray,
+    stat: str,
+    n_boot: int,
+    seed: int,
+) -> tuple[float, np.ndarray, int, int]:
+    """Point estimate, ``n_boot`` cluster-bootstrap replicates, n values and n clusters of
+    ``stat`` over ``values`` with NaN values dropped first (no value: NaN estimate and
+    replicates, 0, 0). Shared by :func:`interval` and :func:`gap`."""
+    import numpy as np
+    import pandas as pd
+
+    v = np.asarray(values, dtype=float)
+    keep = ~np.isnan(v)
+    if not keep.any():
+        return float("nan"), np.full(n_boot, np.nan), 0, 0
+    v = v[keep]
+    codes, uniques = pd.factorize(pd.Series(np.asarray(clusters, dtype=object)[keep]))
+    reps = _replicates(v, codes, stat, _weights(len(uniques), n_boot, seed))
+    return _point(v, stat), reps, int(v.size), int(len(uniques))
 
 
 def bootstrap(
@@ -264,16 +279,10 @@ def summary(
 def _side_replicates(
     frame: pd.DataFrame, value: str, stat: str, cluster: str, n_boot: int, seed: int
 ) -> tuple[float, np.ndarray, int, int]:
-    import numpy as np
     import pandas as pd
 
     v = pd.to_numeric(frame[value].astype("float64"), errors="coerce").to_numpy()
-    keep = ~np.isnan(v)
-    codes, uniques = pd.factorize(frame[cluster].to_numpy()[keep])
-    if not keep.any():
-        return float("nan"), np.full(n_boot, np.nan), 0, 0
-    reps = _replicates(v[keep], codes, stat, _weights(len(uniques), n_boot, seed))
-    return _point(v[keep], stat), reps, int(keep.sum()), int(len(uniques))
+    return _resampled(v, frame[cluster].to_numpy(), stat, n_boot, seed)
 
 
 def gap(
