@@ -47,11 +47,12 @@ browser:
 	fi
 
 # JupyterLab from the project's venv, with the project's server settings (.jupyter/): saving
-# a notebook never changes tracked files (your runs go to .lrlib/lab/)
+# a notebook never changes tracked files (your runs go to .lrlib/lab/). LAB_ARGS: more
+# options, e.g. make lab LAB_ARGS="--no-browser --port=8890"
 lab: venv
 	JUPYTER_CONFIG_PATH="$(CURDIR)/.jupyter$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" \
 		$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)/notebooks" \
-		$$([ "$$(id -u)" = 0 ] && echo --allow-root)
+		$$([ "$$(id -u)" = 0 ] && echo --allow-root) $(LAB_ARGS)
 
 cache: venv
 	$(BIN)/python -m lrlib cache --refresh

@@ -179,9 +179,10 @@ def explorer(
     start: Sequence[str] | None = None,
 ):
     """An ipywidgets explorer: menus for step, reducer, prompt variant and pruning strategy
-    (starting at ``start = (reducer, prompt, strategy)``), previous/next buttons (from the
-    keyboard: Tab to one, then Space), and :func:`side_by_side` for the choice below. A menu
-    that does not act on the chosen reducer is disabled, and a note beside it says why.
+    (starting at ``start = (reducer, prompt, strategy)``), previous/next buttons, a step
+    slider (from the keyboard: click or Tab to its handle, then the arrow keys; JupyterLab
+    keeps them for cells elsewhere), and :func:`side_by_side` for the choice below. A menu
+    that does not act on the chosen reducer is disabled, with a tooltip and a note saying why.
 
     ``reduce(step, reducer, prompt, strategy)`` returns a Reduction; ``describe(reducer)``
     gives the title (e.g. the retriever model). Returns the widget (display it).
@@ -194,11 +195,21 @@ def explorer(
     full = w.Layout(width="auto", min_width="0")
     pick_step = w.Dropdown(options=options, value=0, description="step", layout=full)
     pick_reducer = w.Dropdown(options=list(reducers), value=reducer0, description="reducer")
-    pick_prompt = w.Dropdown(options=list(prompts), value=prompt0, description="prompt")
-    pick_strategy = w.Dropdown(options=list(strategies), value=strategy0, description="pruning")
+    # no description: ipywidgets puts a tooltip (title) on the <select> only then
+    pick_prompt = w.Dropdown(options=list(prompts), value=prompt0, layout=w.Layout(width="150px"))
+    pick_strategy = w.Dropdown(options=list(strategies), value=strategy0, layout=pick_prompt.layout)
+    menus = [(pick_prompt, "prompt", "prompt"), (pick_strategy, "strategy", "pruning")]
+    names = {key: w.HTML(name, layout=w.Layout(margin="0 4px 0 12px")) for _, key, name in menus}
+    for menu, _, name in menus:
+        menu.add_class(f"lr-menu-{name}")
     prev, nxt = w.Button(description="◀ previous"), w.Button(description="next ▶")
     for b in (prev, nxt):
         b.layout = w.Layout(width="110px")
+    # the arrow keys on its focused handle move a step (the slider takes them from JupyterLab)
+    slider = w.IntSlider(value=1, min=1, max=max(len(steps), 2), description="step #", readout=True)
+    slider.layout, slider.tooltip = w.Layout(width="300px"), "focus the handle, then ← / →"
+    slider.disabled = len(steps) < 2
+    slider.add_class("lr-explorer-keys")
     note = w.HTML(layout=w.Layout(margin="0 0 0 8px"))  # why a menu is greyed out
     note.add_class("lr-explorer-note")
     view = w.HTML(layout=w.Layout(width="100%", min_width="0", overflow="hidden"))
@@ -207,10 +218,13 @@ def explorer(
     def refresh(*_: Any) -> None:
         act = applies(pick_reducer.value)
         off = []
-        for menu, key in ((pick_prompt, "prompt"), (pick_strategy, "strategy")):
-            menu.disabled = not act[key]
-            menu.tooltip = None if act[key] else f"does not apply to {pick_reducer.value}"
-            off += [] if act[key] else [menu.description]
+        for menu, key, name in menus:
+            tip = f"the {name} menu does not apply to {pick_reducer.value}"
+            menu.disabled, menu.tooltip = not act[key], None if act[key] else tip
+            names[key].value = (
+                name if act[key] else f'<span title="{html.escape(tip)}">{name}</span>'
+            )
+            off += [] if act[key] else [name]
         note.value = (
             f"<i style='color:#666'>{' and '.join(off)} menu does not apply to "
             f"{html.escape(pick_reducer.value)}</i>"
@@ -218,6 +232,7 @@ def explorer(
             else ""
         )
         prev.disabled, nxt.disabled = pick_step.value == 0, pick_step.value == len(steps) - 1
+        slider.value = pick_step.value + 1
         step = steps[pick_step.value]
         try:
             red = reduce(step, pick_reducer.value, pick_prompt.value, pick_strategy.value)
@@ -237,16 +252,19 @@ def explorer(
 
         return go
 
+    slider.observe(lambda change: setattr(pick_step, "value", change["new"] - 1), names="value")
     prev.on_click(move(-1))
     nxt.on_click(move(+1))
     for widget in (pick_step, pick_reducer, pick_prompt, pick_strategy):
         widget.observe(refresh, names="value")
     refresh()
     wrap = w.Layout(flex_flow="row wrap", width="100%")
+    grow = w.Layout(flex="1 1 0", min_width="260px")  # the step menu; wraps below when narrow
+    labelled = [w.HBox([names[key], menu]) for menu, key, _ in menus]  # wrap together
     controls = w.VBox(
         [
-            w.HBox([prev, nxt, w.Box([pick_step], layout=w.Layout(flex="1 1 0", min_width="0"))]),
-            w.HBox([pick_reducer, pick_prompt, pick_strategy, note], layout=wrap),
+            w.HBox([prev, nxt, slider, w.Box([pick_step], layout=grow)], layout=wrap),
+            w.HBox([pick_reducer, *labelled, note], layout=wrap),
         ],
         layout=w.Layout(width="100%"),
     )

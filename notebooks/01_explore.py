@@ -21,8 +21,9 @@
 #
 # The widget needs a live kernel (run all cells); the static view right below is what it
 # shows first. The prompt menu acts on LineRetriever only, the pruning menu on the reducers
-# that prune (a menu that does not apply is greyed out). Previous / next step: the buttons;
-# from the keyboard, Tab to one and press Space (JupyterLab keeps the arrow keys for cells).
+# that prune (a menu that does not apply is greyed out; hover it to see why). Previous /
+# next step: the buttons, or from the keyboard: click the handle of the `step #` slider,
+# then ← / → (elsewhere JupyterLab keeps the arrow keys for moving between cells).
 
 # %%
 from functools import partial

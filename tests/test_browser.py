@@ -15,30 +15,17 @@ and the ``playwright`` package (dev extra); without a browser it is skipped, lou
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
-from pathlib import Path
 
+import labdriver
 import pytest
 
 from lrlib import paths
 
-CHROMIUM = Path(os.environ.get("LRLIB_CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 SHOTS = paths.REPO_DIR / ".lrlib" / "screenshots"
 NOTEBOOK = "01_explore"
 UPDATE_S = 1.0  # a control's change must show within this
@@ -46,82 +33,43 @@ UPDATE_S = 1.0  # a control's change must show within this
 pytestmark = pytest.mark.slow
 
 
-def _missing() -> str | None:
-    if not CHROMIUM.is_file():
-        return (
-            f"NO BROWSER: {CHROMIUM} is missing, so the JupyterLab explorer is NOT TESTED; "
-            "run `make browser` (apt-get install chromium, as root)"
-        )
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "NO PLAYWRIGHT: pip install -e '.[dev]'; the JupyterLab explorer is NOT TESTED"
-    return None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """A JupyterLab server on a copy of notebooks/: (url, token, notebooks copy, work dir)."""
-    reason = _missing()
+    reason = labdriver.missing()
     if reason:
         print(f"\n!!! {reason}", file=sys.stderr)
         pytest.skip(reason)
     root = tmp_path_factory.mktemp("lab")
     notebooks = root / "notebooks"
     shutil.copytree(paths.notebooks_dir(), notebooks, ignore=shutil.ignore_patterns(".ipynb*"))
-    settings = root / "settings" / "@jupyterlab" / "notebook-extension"
-    settings.mkdir(parents=True)
-    # every cell stays in the DOM (JupyterLab 4 detaches cells scrolled out of view)
-    (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
-    apputils = root / "settings" / "@jupyterlab" / "apputils-extension"
-    apputils.mkdir(parents=True)
-    (apputils / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
-    port, token = _free_port(), secrets.token_hex(16)
-    env = {
-        **os.environ,
-        "JUPYTER_CONFIG_DIR": str(root / "config"),  # not the user's own settings
-        "JUPYTER_CONFIG_PATH": str(paths.REPO_DIR / ".jupyter"),  # what `make lab` adds
-        "JUPYTER_RUNTIME_DIR": str(root / "runtime"),
-        "JUPYTERLAB_SETTINGS_DIR": str(root / "settings"),
-        "JUPYTERLAB_WORKSPACES_DIR": str(root / "workspaces"),
-        "LRLIB_WORK_DIR": str(root / "work"),
-        "LRLIB_OFFLINE": "1",
-        "LRLIB_QUICK": "1",
-        "PYTHONPATH": str(paths.REPO_DIR),
-    }
-    cmd = [
-        sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
-        "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}",
-        f"--ServerApp.root_dir={notebooks}", "--ServerApp.port_retries=0",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        "--LabApp.news_url=None",
-    ] + (["--allow-root"] if os.geteuid() == 0 else [])  # fmt: skip
-    log = (root / "lab.log").open("w")
-    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    port, token = labdriver.free_port(), secrets.token_hex(16)
+    env = labdriver.lab_env(
+        root,
+        JUPYTER_CONFIG_PATH=str(paths.REPO_DIR / ".jupyter"),  # what `make lab` adds
+        LRLIB_WORK_DIR=str(root / "work"),
+        LRLIB_OFFLINE="1",
+        LRLIB_QUICK="1",
+        PYTHONPATH=str(paths.REPO_DIR),
+    )
+    cmd = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={notebooks}"]
+    log = root / "lab.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            cmd + labdriver.server_args(port, token), env=env, stdout=out, stderr=subprocess.STDOUT
+        )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2):
-                break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"JupyterLab did not start: {(root / 'lab.log').read_text()[-2000:]}")
-            time.sleep(0.3)
+    try:
+        labdriver.wait_up(url, token, proc, log)
+    except RuntimeError as exc:
+        proc.kill()
+        pytest.fail(str(exc))
     yield url, token, notebooks, root / "work"
     proc.terminate()
     try:
         proc.wait(timeout=20)
     except subprocess.TimeoutExpired:
         proc.kill()
-    log.close()
 
 
 def _panes_in_view(page, label: str) -> None:
@@ -160,30 +108,21 @@ def _menu(page, name: str):
 
 
 def _use_the_explorer(page, url: str, token: str) -> None:
-    """Run the notebook; change every control; check the panes and the timings."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
-    page.goto(f"{url}/lab/tree/{NOTEBOOK}.ipynb?token={token}")
-    page.locator(".jp-Notebook").first.wait_for(timeout=60_000)
-    dialog = page.locator(".jp-Dialog", has_text="Select Kernel")
-    try:  # JupyterLab may ask once which kernel to start (Python 3 is preselected)
-        dialog.wait_for(timeout=5_000)
-        dialog.get_by_role("button", name="Select").click()
-    except PlaywrightTimeout:
-        pass
-    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").first.wait_for(
-        timeout=60_000
-    )
-    page.get_by_role("menuitem", name="Run", exact=True).click()
-    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    """Run the notebook; change every control; check the panes, tooltips and timings."""
+    labdriver.open_notebook(page, url, token, f"{NOTEBOOK}.ipynb")
+    labdriver.run_all(page)
     page.locator(".lr-explorer-view [data-pane='reduced']").wait_for(timeout=60_000)
     page.screenshot(path=str(SHOTS / "explorer-1280.png"))
     _panes_in_view(page, "1280 px, first view")
 
     # the initial state is the notebook's START: lineretriever, paper, structure
+    prompt, pruning = (
+        page.locator(".lr-menu-prompt select"),
+        page.locator(".lr-menu-pruning select"),
+    )
     assert _menu(page, "reducer").input_value() == "lineretriever"
-    assert _menu(page, "prompt").input_value() == "paper"
-    assert _menu(page, "pruning").input_value() == "structure"
+    assert prompt.input_value() == "paper" and pruning.input_value() == "structure"
+    assert prompt.get_attribute("title") is None and pruning.get_attribute("title") is None
 
     times = {}
     step = _menu(page, "step")
@@ -192,30 +131,41 @@ def _use_the_explorer(page, url: str, token: str) -> None:
     prev = page.locator(".lr-explorer button", has_text="previous")
     times["next button"] = _change(page, "next", nxt.click)
     times["previous button"] = _change(page, "previous", prev.click)
-    nxt.focus()  # from the keyboard: the focused button, then the space bar
+    assert step.input_value().startswith("2. ")
+    # the keyboard: the arrow keys on the step slider's focused handle
+    page.locator(".lr-explorer-keys .noUi-handle").focus()
+    times["right arrow"] = _change(page, "right arrow", lambda: page.keyboard.press("ArrowRight"))
+    assert step.input_value().startswith("3. "), "ArrowRight did not go to the next step"
+    times["left arrow"] = _change(page, "left arrow", lambda: page.keyboard.press("ArrowLeft"))
+    assert step.input_value().startswith("2. "), "ArrowLeft did not go to the previous step"
+    nxt.focus()  # and a focused button with the space bar
     times["next key"] = _change(page, "next key", lambda: page.keyboard.press(" "))
     assert step.input_value().startswith("3. ")
-    prev.focus()
-    times["previous key"] = _change(page, "previous key", lambda: page.keyboard.press(" "))
-    assert step.input_value().startswith("2. ")
-    times["pruning"] = _change(
-        page, "pruning", lambda: _menu(page, "pruning").select_option("remove")
-    )
-    times["prompt"] = _change(
-        page, "prompt", lambda: _menu(page, "prompt").select_option("defender")
-    )
+    times["pruning"] = _change(page, "pruning", lambda: pruning.select_option("remove"))
+    times["prompt"] = _change(page, "prompt", lambda: prompt.select_option("defender"))
     _panes_in_view(page, "after the LineRetriever menus")
     for reducer in ("bm25", "truncate", "program", "embedding", "random", "oracle"):
         times[reducer] = _change(
             page, reducer, lambda r=reducer: _menu(page, "reducer").select_option(r)
         )
-        prompt, pruning = _menu(page, "prompt"), _menu(page, "pruning")
         assert prompt.is_disabled(), f"the prompt menu acts on {reducer}?"
+        tip = prompt.get_attribute("title") or ""
+        assert f"does not apply to {reducer}" in tip, f"prompt menu tooltip: {tip!r}"
         note = page.locator(".lr-explorer-note").inner_text()
         assert f"does not apply to {reducer}" in note and "prompt" in note, note
-        assert pruning.is_disabled() == (reducer in ("truncate", "embedding")), reducer
+        off = reducer in ("truncate", "embedding")
+        assert pruning.is_disabled() == off, reducer
+        tip = pruning.get_attribute("title")
+        assert (f"does not apply to {reducer}" in (tip or "")) if off else tip is None, (
+            reducer,
+            tip,
+        )
         _panes_in_view(page, f"reducer {reducer}")
+    _menu(page, "reducer").select_option("lineretriever")
+    page.wait_for_function("() => !document.querySelector('.lr-menu-prompt select').disabled")
+    assert prompt.get_attribute("title") is None, "the tooltip stays on an enabled menu"
     slow = {k: round(v, 2) for k, v in times.items() if v > UPDATE_S}
+    print("control latencies (s):", {k: round(v, 3) for k, v in times.items()})
     assert not slow, f"changes slower than {UPDATE_S} s: {slow} (all: {times})"
 
     page.set_viewport_size({"width": 760, "height": 900})
@@ -231,7 +181,9 @@ def test_explorer_in_jupyterlab(lab):
     SHOTS.mkdir(parents=True, exist_ok=True)
     original = {s: (notebooks / f"{NOTEBOOK}{s}").read_bytes() for s in (".ipynb", ".py")}
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(
+            executable_path=str(labdriver.CHROMIUM), args=labdriver.CHROMIUM_ARGS
+        )
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         try:
             _use_the_explorer(page, url, token)
@@ -239,8 +191,7 @@ def test_explorer_in_jupyterlab(lab):
             page.screenshot(path=str(SHOTS / "failure.png"))
             raise
         # save as a user does; the tracked files stay as they were, the run is kept aside
-        page.locator(".jp-Notebook").first.click()
-        page.keyboard.press("Control+s")
+        labdriver.save(page)
         saved = work / "lab" / f"{NOTEBOOK}.ipynb"
         deadline = time.monotonic() + 20
         while not saved.is_file() and time.monotonic() < deadline:
