@@ -12,6 +12,10 @@ notebooks/README.md). When JupyterLab saves one of them (autosave included):
   ``python -m lrlib figures --only NN`` before committing.
 
 Other notebooks (your own) are saved as usual, minus widget state.
+
+The kernels it starts write figures and tables to ``.lrlib/figures/`` (gitignored), not to
+``figures/``, which holds what ``make figures`` produced: set ``LRLIB_FIGURES_DIR`` before
+``make lab`` to choose another folder.
 """
 
 import json
@@ -68,6 +72,8 @@ def keep_committed_runs(model, path, contents_manager, **kwargs):
     model["content"] = on_disk  # only outputs changed: the committed run stays
 
 
+if not os.environ.get("LRLIB_FIGURES_DIR", "").strip():  # kernels inherit the server's env
+    os.environ["LRLIB_FIGURES_DIR"] = str(_user_area().parent / "figures")
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 c.ContentsManager.pre_save_hook = keep_committed_runs
 # jupytext rebuilds the contents manager with the same settings: not an override to report

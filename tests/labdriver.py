@@ -103,10 +103,16 @@ def open_notebook(page, url: str, token: str, name: str) -> bool:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     if "/lab" not in page.url:
-        page.goto(f"{url}/lab?token={token}")
-    page.locator(".jp-LauncherCard[data-category='Notebook']").first.wait_for(timeout=90_000)
-    item = page.locator(".jp-DirListing-item", has_text=name)
-    item.first.dblclick()
+        load(page, url, token)
+    item = page.locator(".jp-DirListing-item", has_text=name).first
+    item.wait_for(timeout=90_000)  # the app is up
+    cards = page.locator(".jp-LauncherCard[data-category='Notebook']")
+    try:
+        cards.first.wait_for(timeout=5_000)
+    except PlaywrightTimeout:  # no launcher open: open one (the + of the tab bar)
+        page.locator(".lm-TabBar-addButton").first.click()
+    cards.first.wait_for(timeout=90_000)
+    item.dblclick()
     page.locator(f"{CURRENT} .jp-Notebook").first.wait_for(timeout=60_000)
     dialog = page.locator(".jp-Dialog", has_text="Select Kernel")
     try:
@@ -119,6 +125,20 @@ def open_notebook(page, url: str, token: str, name: str) -> bool:
     idle = page.locator(f"{CURRENT} .jp-Notebook-ExecutionIndicator[data-status='idle']")
     idle.first.wait_for(timeout=90_000)
     return asked
+
+
+def load(page, url: str, token: str) -> None:
+    """JupyterLab in its default layout (``?reset``: the launcher, no restored tabs),
+    leaving the page even when a notebook is unsaved."""
+    if not getattr(page, "_accepts_dialogs", False):
+        page.on("dialog", lambda dialog: dialog.accept())
+        page._accepts_dialogs = True
+    page.goto(f"{url}/lab?reset&token={token}")
+
+
+def close_current(page) -> None:
+    """Close the visible tab (its close icon)."""
+    page.locator(".lm-TabBar-tab.lm-mod-current .lm-TabBar-tabCloseIcon").first.click()
 
 
 def run_all(page) -> None:

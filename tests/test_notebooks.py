@@ -69,10 +69,11 @@ def test_saving_in_jupyter_rewrites_the_py_unchanged(source):
     assert text == source.read_text(encoding="utf-8"), f"{source.stem}: a save would change it"
 
 
-def test_project_jupyter_config_keeps_committed_runs(tmp_path):
+def test_project_jupyter_config_keeps_committed_runs(tmp_path, monkeypatch):
     """`.jupyter/jupyter_server_config.py` (what `make lab` loads): saving a committed
     notebook whose sources did not change keeps the file and puts the run in the user
-    area, without widget state; an edited notebook is saved."""
+    area, without widget state; an edited notebook is saved. Its kernels write figures to
+    the user area too (figures/ is what `make figures` made)."""
     import runpy
 
     class Config(dict):
@@ -80,11 +81,14 @@ def test_project_jupyter_config_keeps_committed_runs(tmp_path):
             return self.setdefault(name, Config())
 
     config = Config()
+    monkeypatch.setenv("LRLIB_WORK_DIR", str(tmp_path / "work"))
+    monkeypatch.delenv("LRLIB_FIGURES_DIR", raising=False)  # the config sets it: undone after
     hook = runpy.run_path(
         str(paths.REPO_DIR / ".jupyter" / "jupyter_server_config.py"),
         init_globals={"get_config": lambda: config},
     )["keep_committed_runs"]
     assert config.ContentsManager.pre_save_hook is hook
+    assert os.environ["LRLIB_FIGURES_DIR"] == str(tmp_path / "work" / "figures")
     folder = tmp_path / "notebooks"
     folder.mkdir()
     for suffix in (".py", ".ipynb"):
@@ -103,23 +107,16 @@ def test_project_jupyter_config_keeps_committed_runs(tmp_path):
         def _get_os_path(self, path):
             return str(folder / path)
 
-    os.environ["LRLIB_WORK_DIR"], before = str(tmp_path / "work"), os.environ.get("LRLIB_WORK_DIR")
-    try:
-        model = {"type": "notebook", "content": run}
-        hook(model=model, path="01_explore.ipynb", contents_manager=Manager())
-        assert model["content"] == committed  # the committed run is what gets written
-        mine = json.loads((tmp_path / "work" / "lab" / "01_explore.ipynb").read_text())
-        assert "widgets" not in mine["metadata"] and "widget-view" not in json.dumps(mine)
-        edited = json.loads(json.dumps(committed))
-        edited["cells"][0]["source"] = "# an edit"
-        model = {"type": "notebook", "content": edited}
-        hook(model=model, path="01_explore.ipynb", contents_manager=Manager())
-        assert model["content"] is edited  # an edit is saved
-    finally:
-        if before is None:
-            del os.environ["LRLIB_WORK_DIR"]
-        else:
-            os.environ["LRLIB_WORK_DIR"] = before
+    model = {"type": "notebook", "content": run}
+    hook(model=model, path="01_explore.ipynb", contents_manager=Manager())
+    assert model["content"] == committed  # the committed run is what gets written
+    mine = json.loads((tmp_path / "work" / "lab" / "01_explore.ipynb").read_text())
+    assert "widgets" not in mine["metadata"] and "widget-view" not in json.dumps(mine)
+    edited = json.loads(json.dumps(committed))
+    edited["cells"][0]["source"] = "# an edit"
+    model = {"type": "notebook", "content": edited}
+    hook(model=model, path="01_explore.ipynb", contents_manager=Manager())
+    assert model["content"] is edited  # an edit is saved
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
