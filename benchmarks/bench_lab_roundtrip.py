@@ -22,7 +22,6 @@ fails. Prints a markdown table per notebook and the two checks.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import secrets
 import shutil
@@ -36,23 +35,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 import labdriver  # noqa: E402  (tests/labdriver.py, shared with tests/test_browser.py)
-
-
-def _errors(run: Path) -> list[str]:
-    """What went wrong in a saved run: error outputs, tracebacks, cells that did not run."""
-    nb = json.loads(run.read_text(encoding="utf-8"))
-    found = []
-    for i, cell in enumerate(nb["cells"]):
-        if cell["cell_type"] != "code":
-            continue
-        if cell.get("execution_count") is None:
-            found.append(f"cell {i} did not run")
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "error":
-                found.append(f"cell {i}: {out.get('ename')}: {out.get('evalue', '')[:200]}")
-            elif "Traceback" in "".join(out.get("text", "")):
-                found.append(f"cell {i}: a traceback on {out.get('name')}")
-    return found
 
 
 def _roundtrip(page, url: str, token: str, clone: Path, name: str, timeout: float) -> dict:
@@ -76,7 +58,7 @@ def _roundtrip(page, url: str, token: str, clone: Path, name: str, timeout: floa
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the run was not saved to {saved}")
             time.sleep(0.2)
-        row["problems"] = _errors(saved)
+        row["problems"] = labdriver.run_problems(saved)
         print(f"{name}: closing", flush=True)
         labdriver.close_current(page)
         row["ok"] = not row["problems"]

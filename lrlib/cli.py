@@ -82,6 +82,32 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(text).split()) or type(exc).__name__
 
 
+def check_reducers(args: argparse.Namespace) -> None:
+    """Fail before any work (and before the plan line) on an unknown reducer or option in
+    ``--reducers`` (``name:key=value,...;...``); the error lists the valid ones.
+
+    >>> check_reducers(argparse.Namespace(reducers="bm25:top_k=3;truncate"))
+    >>> check_reducers(argparse.Namespace(reducers="bm25:bogus=3"))
+    Traceback (most recent call last):
+    ...
+    ValueError: reducer 'bm25' has no option 'bogus'; valid options: encoding, markers, order, overlap, size, strategy, top_k, unit
+    """
+    specs = getattr(args, "reducers", None)
+    if not isinstance(specs, str):
+        return
+    from .evaluation import parse_spec
+    from .reducers import check_options, get_reducer, list_reducers, reducer_options
+
+    valid = list_reducers()
+    for name, params in (parse_spec(s) for s in specs.split(";") if s.strip()):
+        if name not in valid:
+            raise KeyError(f"unknown reducer {name!r}; valid reducers: {', '.join(valid)}")
+        if reducer_options(name) is None:
+            get_reducer(name, **params)  # open options (the program's knobs): it checks them
+        else:
+            check_options(name, params)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``lrlib`` command."""
     parser = Parser(prog="lrlib", description=__doc__.splitlines()[0])
@@ -108,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     debug = args.debug or os.environ.get("LRLIB_DEBUG", "") not in ("", "0")
     mod = modules[args.command]
     try:
+        check_reducers(args)
         if hasattr(mod, "plan"):
             print(f"lrlib {args.command}: {mod.plan(args)}", file=sys.stderr, flush=True)
         return int(mod.run(args) or 0)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import time
@@ -141,10 +142,30 @@ def close_current(page) -> None:
     page.locator(".lm-TabBar-tab.lm-mod-current .lm-TabBar-tabCloseIcon").first.click()
 
 
-def run_all(page) -> None:
-    """Run > Run All Cells in the current notebook."""
-    page.get_by_role("menuitem", name="Run", exact=True).click()
-    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+def menu(page, top: str, item: str) -> None:
+    """Click ``top`` in the menu bar, then its item labelled exactly ``item``."""
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{re.escape(top)}$")).click()
+    label = re.compile(f"^{re.escape(item)}$")
+    page.locator(".lm-Menu-itemLabel", has_text=label).first.click()
+
+
+def run_all(page, tries: int = 3) -> None:
+    """Clear every output, then Run > Run All Cells until the kernel takes it (a Run All
+    sent while the kernel is still connecting is dropped): afterwards no cell shows a
+    count that this run did not give, and :func:`wait_all_ran` means what it says."""
+    menu(page, "Edit", "Clear Outputs of All Cells")
+    started = """current => [...document.querySelectorAll(`${current} .jp-CodeCell .jp-InputPrompt`)]
+        .some(p => /\\[(\\*|\\d+)\\]/.test(p.textContent))"""
+    page.wait_for_function(f"current => !({started})(current)", arg=CURRENT, timeout=10_000)
+    for attempt in range(tries):
+        menu(page, "Run", "Run All Cells")
+        try:
+            page.wait_for_function(started, arg=CURRENT, timeout=20_000)
+            return
+        except Exception:
+            if attempt == tries - 1:
+                raise
+            print("!!! Run All Cells did not start; again")
 
 
 def wait_all_ran(page, timeout: float) -> None:
@@ -185,3 +206,20 @@ def shut_down_kernels(url: str, token: str) -> None:
     for s in sessions:
         req = urllib.request.Request(f"{url}/api/sessions/{s['id']}?token={token}", method="DELETE")
         urllib.request.urlopen(req, timeout=30).close()
+
+
+def run_problems(run: Path) -> list[str]:
+    """What went wrong in a saved run: error outputs, tracebacks, cells that did not run."""
+    nb = json.loads(run.read_text(encoding="utf-8"))
+    found = []
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "code":
+            continue
+        if cell.get("execution_count") is None:
+            found.append(f"cell {i} did not run")
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                found.append(f"cell {i}: {out.get('ename')}: {out.get('evalue', '')[:200]}")
+            elif "Traceback" in "".join(out.get("text", "")):
+                found.append(f"cell {i}: a traceback on {out.get('name')}")
+    return found

@@ -205,3 +205,48 @@ def test_explorer_in_jupyterlab(lab):
         assert (notebooks / f"{NOTEBOOK}{suffix}").read_bytes() == data, (
             f"saving in JupyterLab changed {NOTEBOOK}{suffix}"
         )
+
+
+def _snapshot(*folders) -> dict:
+    files = (p for f in folders for p in f.rglob("*") if ".ipynb_checkpoints" not in p.parts)
+    return {p: p.read_bytes() for p in files if p.is_file()}  # checkpoints: gitignored
+
+
+def test_notebooks_that_write_figures_run_and_save_cleanly(lab):
+    """Two more notebooks opened, run and saved as a user does: no error output, their
+    figures and tables go to the user area, and no file of the notebooks folder or of the
+    repository's figures/ changes. (All seven, on a fresh clone with `make lab` and then
+    `git status`: benchmarks/bench_lab_roundtrip.py.)"""
+    from playwright.sync_api import sync_playwright
+
+    url, token, notebooks, work = lab
+    before = _snapshot(notebooks, paths.REPO_DIR / "figures")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=str(labdriver.CHROMIUM), args=labdriver.CHROMIUM_ARGS
+        )
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        labdriver.load(page, url, token)
+        try:
+            for name in ("00_quickstart", "04_cost_breakeven"):
+                labdriver.open_notebook(page, url, token, f"{name}.ipynb")
+                labdriver.run_all(page)
+                labdriver.wait_all_ran(page, timeout=120)
+                labdriver.save(page)
+                saved = work / "lab" / f"{name}.ipynb"
+                deadline = time.monotonic() + 20
+                while not saved.is_file() and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                assert saved.is_file(), f"{name}: the run was not saved to the user area"
+                assert not labdriver.run_problems(saved), labdriver.run_problems(saved)
+                labdriver.close_current(page)
+                labdriver.shut_down_kernels(url, token)
+        except Exception:
+            page.screenshot(path=str(SHOTS / "failure-roundtrip.png"))
+            raise
+        finally:
+            browser.close()
+    assert sorted(p.name for p in (work / "figures").glob("*.png")), "no figure in the user area"
+    after = _snapshot(notebooks, paths.REPO_DIR / "figures")
+    changed = sorted(str(p) for p in set(before) | set(after) if before.get(p) != after.get(p))
+    assert not changed, f"running and saving changed: {changed}"

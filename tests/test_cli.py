@@ -35,7 +35,7 @@ def one_line_error(capsys, argv: list[str]) -> str:
     assert code == 2, (code, out.err[-2000:])
     lines = [line for line in out.err.splitlines() if line.strip()]
     errors = [line for line in lines if ": error: " in line]
-    assert len(errors) == 1 and lines[-1] == errors[0], out.err
+    assert lines == errors, out.err  # one line: no plan line before the error either
     assert "Traceback" not in out.err + out.out
     return errors[0]
 
