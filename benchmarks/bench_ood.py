@@ -91,8 +91,8 @@ def main() -> int:
     parser.add_argument("--path", type=Path, default=OOD, help="the check set (default: shipped)")
     parser.add_argument("--skip", nargs="*", default=[], help="reducers to leave out")
     parser.add_argument("--embedding", action="store_true",
-                        help="also the embedding baseline (bundled e5; about 5 minutes the first "
-                             "time on 2 cores, then its vectors are cached)")  # fmt: skip
+                        help="also the embedding baseline (bundled e5; 5-12 minutes the first "
+                             "time on 2 busy cores, then its vectors are cached)")  # fmt: skip
     parser.add_argument("--by-task", nargs="*", metavar="REDUCER",
                         help="also a per-task-type table for these reducers")  # fmt: skip
     parser.add_argument("--out", help="also write the per-step frame as CSV here")
