@@ -6,10 +6,11 @@ and saved in a real browser, then the notebook tests and `git status` in that cl
    settings; the Python environment of this checkout, ``-o`` keeps make from reinstalling
    it), headless on 127.0.0.1 with a token, with throw-away Jupyter user settings;
 3. in Debian's chromium (playwright), for each notebook 00..06: open it from the file
-   browser, Run All Cells, wait until every cell has run, check the run saved to the user
-   area has no error output, save with Ctrl+S, close it, shut its kernel down;
-4. in the clone: ``pytest tests/test_notebooks.py`` and ``git status --porcelain``, which
-   must print nothing.
+   browser, clear its outputs, Run All Cells, wait until every cell has run, check the run
+   saved to the user area has no error output, save with Ctrl+S, close it, shut its
+   kernel down;
+4. in the clone: ``pytest tests/test_notebooks.py`` (``--make-test``: ``make test``, lint
+   and the whole suite) and ``git status --porcelain``, which must print nothing.
 
 The notebooks run as a user runs them (full mode, offline replay: about ``make figures``'s
 time on an idle machine); ``--quick`` sets ``LRLIB_QUICK=1``. Exit status 1 when any step
@@ -78,6 +79,11 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=1200, help="seconds per notebook run")
     parser.add_argument("--keep", action="store_true", help="keep the clone (path printed)")
     parser.add_argument("--no-tests", action="store_true", help="skip pytest in the clone")
+    parser.add_argument(
+        "--make-test",
+        action="store_true",
+        help="`make test` (lint, whole suite), not only the notebook tests",
+    )
     args = parser.parse_args()
     reason = labdriver.missing()
     if reason:
@@ -85,6 +91,7 @@ def main() -> int:
         return 1
     from playwright.sync_api import sync_playwright
 
+    began = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix="lab-roundtrip-"))
     clone = tmp / "repo"
     subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
@@ -101,7 +108,8 @@ def main() -> int:
         extra["LRLIB_QUICK"] = "1"
     env = labdriver.lab_env(tmp / "jupyter", **extra)
     lab_args = " ".join(labdriver.server_args(port, token))
-    cmd = ["make", "-C", str(clone), f"VENV={venv}", "-o", f"{venv}/.lrlib-installed", "lab"]
+    make = ["make", "-C", str(clone), f"VENV={venv}", "-o", f"{venv}/.lrlib-installed"]
+    cmd = [*make, "lab"]
     log = tmp / "lab.log"
     with log.open("w") as out:
         proc = subprocess.Popen(
@@ -143,17 +151,18 @@ def main() -> int:
     tests_ok = True
     if not args.no_tests:
         start = time.perf_counter()
+        pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+        what = [*make, "test"] if args.make_test else [*pytest, "tests/test_notebooks.py"]
         test = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-             "tests/test_notebooks.py"],
-            cwd=clone, env={**os.environ, "PYTHONPATH": str(clone)},
-            capture_output=True, text=True,
-        )  # fmt: skip
+            what,
+            cwd=clone,
+            env={**os.environ, "PYTHONPATH": str(clone)},
+            capture_output=True,
+            text=True,
+        )
         tests_ok = test.returncode == 0
         tail = "\n".join(test.stdout.strip().splitlines()[-15 if not tests_ok else -1 :])
-        print(
-            f"\npytest tests/test_notebooks.py in the clone ({time.perf_counter() - start:.0f} s):"
-        )
+        print(f"\n{' '.join(what[-2:])} in the clone ({time.perf_counter() - start:.0f} s):")
         print(tail)
     status = subprocess.run(
         ["git", "-C", str(clone), "status", "--porcelain"], capture_output=True, text=True
@@ -167,7 +176,8 @@ def main() -> int:
     user = [line[3:] for line in ignored.splitlines() if line.startswith("!! ")]
     print("ignored (the user area):", " ".join(user))
     ok = all(r["ok"] for r in rows) and not status and tests_ok
-    print(f"\nround trip: {'PASSED' if ok else 'FAILED'} ({len(rows)} notebooks)")
+    took = time.perf_counter() - began
+    print(f"\nround trip: {'PASSED' if ok else 'FAILED'} ({len(rows)} notebooks, {took:.0f} s)")
     if args.keep or not ok:
         print(f"clone kept: {clone}")
     else:
