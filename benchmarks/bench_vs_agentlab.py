@@ -5,17 +5,23 @@ number the tree, build the retriever prompt, parse an answer selecting ~30% of t
 20 ranges, prune it both ways, count the tokens of the original and of both results.
 
 - lrlib: ``parse`` + ``get_prompt("paper").build`` + ``parse_answer`` + ``prune`` with
-  ``remove`` and ``structure`` + ``count_lines`` of the three (o200k_base).
+  ``remove`` and ``structure`` (or, in the "AgentLab's outputs" row, with
+  ``remove-agentlab`` and ``bid-agentlab``, whose texts are AgentLab's own) +
+  ``count_lines`` of the three (o200k_base; exact: toktok counts ASCII text, riptoken the
+  other lines, both checked against tiktoken; see lrlib/bpe.py).
 - AgentLab (the peer's own code, ../shared/peer/agentlab-pr302, imported through
   tests/peer_import.py): ``add_line_numbers_to_tree`` + ``LlmRetrieverPrompt.prompt`` +
   tag parsing, ``FocusAgent.clean_list``, ``ast.literal_eval`` and range expansion (as in
   ``prune_obs``) + ``remove_lines`` and ``remove_lines_keep_structure(strategy="bid")`` +
-  ``get_nb_tokens`` of the three (tiktoken, o200k_base).
+  ``get_nb_tokens`` of the three (its module-level tiktoken encoder, o200k_base), unchanged.
 
 *Cold*: lrlib's memo of per-line token counts is cleared before every lrlib repetition
-(AgentLab keeps no memo). Trees: the recorded step with the median number of lines, and
-real trees tiled to 20,000 lines (bids renumbered). The two paths alternate within one
-process, so machine load affects both alike; medians and their ratio are printed.
+(AgentLab keeps no memo); what any process has after its first step stays loaded on both
+sides (imported modules, the encoders and their self-checks, lrlib's table of "n: "
+number prefixes). Trees: the recorded step with the median number of lines, and real trees
+tiled to 20,000 lines (bids renumbered). The two paths alternate within one process (the
+order swapped every other repetition), so machine load affects both alike; medians of wall
+time and of process CPU time (all threads) and their ratio are printed, with the load.
 Run: .venv/bin/python benchmarks/bench_vs_agentlab.py [--repeats N]
 """
 
@@ -45,12 +51,18 @@ from lrlib.ranges import parse_answer  # noqa: E402
 HISTORY = ["click('12')", "fill('40', 'x')"]
 
 
-def lrlib_step(text: str, goal: str, answer: str) -> tuple[int, int, int]:
+PAPER = ("remove", "structure")
+AGENTLAB_OUTPUTS = ("remove-agentlab", "bid-agentlab")
+
+
+def lrlib_step(
+    text: str, goal: str, answer: str, strategies: tuple[str, str] = PAPER
+) -> tuple[int, int, int]:
     tree = parse(text)
     get_prompt("paper").build(goal, tree, HISTORY)
     selection = parse_answer(answer, len(tree))
-    removed = prune(tree, selection, "remove")
-    structured = prune(tree, selection, "structure")
+    removed = prune(tree, selection, strategies[0])
+    structured = prune(tree, selection, strategies[1])
     count = tokens.count_lines
     return count(tree.texts), count(removed.lines), count(structured.lines)
 
@@ -76,7 +88,7 @@ def agentlab_step(text: str, goal: str, answer: str) -> tuple[int, int, int]:
 
 
 def side_by_side(
-    text: str, goal: str, repeats: int, clock=time.perf_counter
+    text: str, goal: str, repeats: int, clock=time.perf_counter, strategies=PAPER
 ) -> tuple[float, float]:
     """Median ms of the cold lrlib path and of AgentLab's, alternating (order swapped
     every other repetition)."""
@@ -87,7 +99,7 @@ def side_by_side(
             if first:
                 tokens.clear_line_memo()
                 t0 = clock()
-                lrlib_step(text, goal, answer)
+                lrlib_step(text, goal, answer, strategies)
                 ours.append(clock() - t0)
             else:
                 t0 = clock()
@@ -106,19 +118,23 @@ def main() -> None:
     median = steps[len(steps) // 2]
     big, big_goal = tiled_tree(20_000)
     cases = [
-        (f"median recorded tree ({len(median.axtree)} lines)", median.tree, median.goal, repeats),
-        ("tiled real trees (20,000 lines)", big, big_goal, max(5, repeats // 8)),
-    ]
-    for text, goal, _ in ((c[1], c[2], 0) for c in cases):  # warm up imports and encoders
-        lrlib_step(text, goal, answer_for(len(text.split("\n"))))
-        agentlab_step(text, goal, answer_for(len(text.split("\n"))))
+        (f"median recorded tree ({len(median.axtree)} lines)", median.tree, median.goal, repeats, PAPER),
+        (f"same, AgentLab's outputs ({', '.join(AGENTLAB_OUTPUTS)})", median.tree, median.goal,
+         repeats, AGENTLAB_OUTPUTS),
+        ("tiled real trees (20,000 lines)", big, big_goal, max(5, repeats // 8), PAPER),
+    ]  # fmt: skip
+    for _, text, goal, _, strategies in cases:  # warm up imports and encoders; same work:
+        ours = lrlib_step(text, goal, answer_for(len(text.split("\n"))), strategies)
+        theirs = agentlab_step(text, goal, answer_for(len(text.split("\n"))))
+        # the same tree counted alike, and AgentLab's own outputs counted alike
+        assert ours == theirs if strategies == AGENTLAB_OUTPUTS else ours[0] == theirs[0]
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     print(f"token counter: {tokens.backend_name()}; load average {load} (2 cores)")
     print("| tree | clock | lrlib cold ms | AgentLab ms | AgentLab / lrlib |")
     print("|---|---|---:|---:|---:|")
-    for name, text, goal, reps in cases:
+    for name, text, goal, reps, strategies in cases:
         for clock, label in ((time.perf_counter, "wall"), (time.process_time, "CPU")):
-            ours, theirs = side_by_side(text, goal, reps, clock)
+            ours, theirs = side_by_side(text, goal, reps, clock, strategies)
             print(
                 f"| {name}, n={reps} | {label} | {ours:.2f} | {theirs:.2f} | {theirs / ours:.1f}x |"
             )

@@ -18,6 +18,7 @@ text, numbered from 1, and :attr:`AxTree.texts` holds them verbatim (without ``\
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -143,7 +144,7 @@ class AxTree:
         if len(body) != len(self.texts):
             raise ValueError(f"a view must keep one entry per line ({len(self.texts)})")
         if fmt == NUMBER_FORMAT:
-            return "\n".join([f"{n}: {t}" for n, t in enumerate(body, 1)])
+            return "\n".join(map(operator.add, _prefixes(len(body)), body))
         return "\n".join([fmt.format(n=n) + t for n, t in enumerate(body, 1)])
 
     def stub(self, index: int) -> str:
@@ -155,6 +156,23 @@ class AxTree:
         if bid is None:
             return indent + role
         return f"{indent}[{bid}] {role}" if role else f"{indent}[{bid}]"
+
+
+_PREFIXES: list[str] = []  # "1: ", "2: ", ...: formatted once per process
+_MAX_PREFIXES = 1 << 17
+
+
+def _prefixes(n: int) -> list[str]:
+    """``NUMBER_FORMAT`` for 1..n (kept up to :data:`_MAX_PREFIXES`, a few MB)."""
+    global _PREFIXES
+    if n > _MAX_PREFIXES:
+        return [f"{k}: " for k in range(1, n + 1)]
+    table = _PREFIXES
+    if len(table) < n:  # a new table, swapped in whole: threads never see a partial one
+        size = min(_MAX_PREFIXES, max(n, 2 * len(table)))
+        table = table + [f"{k}: " for k in range(len(table) + 1, size + 1)]
+        _PREFIXES = table
+    return table[:n]
 
 
 def split_lines(text: str) -> list[str]:
@@ -179,8 +197,11 @@ def parse(text: str) -> AxTree:
     if not isinstance(text, str):
         raise TypeError(f"parse() takes the tree as str, not {type(text).__name__}")
     texts = split_lines(text)
-    indents = [len(t) - len(t.lstrip("\t ")) for t in texts]
     tabs = [len(t) - len(t.lstrip("\t")) for t in texts]
+    # a line whose indentation holds a space starts with one, or follows a tab with one
+    if not (text.startswith(" ") or "\n " in text or "\t " in text or "\r " in text):
+        return AxTree(texts, tabs, tabs, _parents(tabs))
+    indents = [len(t) - len(t.lstrip("\t ")) for t in texts]
     if tabs == indents:
         depths = indents
     else:  # some indentation uses spaces
@@ -201,6 +222,24 @@ def _space_depths(indents: list[str]) -> list[int]:
 
 def _parents(depths: list[int]) -> list[int]:
     """Parent of each line: the nearest earlier line with a smaller depth (-1 if none)."""
+    if not depths:
+        return []
+    # where no line is more than one level deeper than the line before it (every tree
+    # BrowserGym writes), the parent of a line at depth d is the last line seen at d - 1
+    top = max(depths)
+    last = [-1] * (top + 2)  # last[d + 1]: the last line seen at depth d
+    parents = []
+    deeper = depths[0]
+    for i, d in enumerate(depths):
+        if d > deeper:
+            return _parents_by_stack(depths)
+        parents.append(last[d])
+        last[d + 1] = i
+        deeper = d + 1
+    return parents
+
+
+def _parents_by_stack(depths: list[int]) -> list[int]:
     parents = [-1] * len(depths)
     stack: list[int] = []  # indices with strictly increasing depth
     for i, d in enumerate(depths):

@@ -76,8 +76,8 @@ def prune(
     n = len(tree)
     if not isinstance(selection, Selection):
         selection = Selection.from_lines(selection, n)
-    else:  # always re-normalised: a hand-made Selection((1, 10**18),) must not be trusted
-        selection = Selection.from_ranges(selection.ranges, n, selection.truncated)
+    elif not _normalised(selection.ranges, n):  # a hand-made Selection((1, 10**18),) is
+        selection = Selection.from_ranges(selection.ranges, n, selection.truncated)  # fixed
     if strategy == "remove":
         return _remove(tree, selection, markers)
     if strategy == "remove-agentlab":
@@ -91,9 +91,23 @@ def prune(
     raise ValueError(f"unknown strategy {strategy!r}; valid: {', '.join(STRATEGIES)}")
 
 
+def _normalised(ranges: tuple[tuple[int, int], ...], n: int) -> bool:
+    """True when ``ranges`` are what :meth:`Selection.from_ranges` makes for ``n`` lines:
+    ints, sorted, within ``1..n``, neither overlapping nor touching."""
+    end = -1
+    for a, b in ranges:
+        if type(a) is not int or type(b) is not int or not end + 1 < a <= b <= n:
+            return False
+        end = b
+    return True
+
+
+_MARKER_HEAD, _MARKER_TAIL = MARKER.split("{n}")
+
+
 def _marker(tree: AxTree, follower: int, count: int) -> str:
     """A marker for ``count`` dropped lines, indented like 0-based line ``follower``."""
-    return tree.texts[follower][: tree.indents[follower]] + MARKER.format(n=count)
+    return f"{tree.texts[follower][: tree.indents[follower]]}{_MARKER_HEAD}{count}{_MARKER_TAIL}"
 
 
 def _remove(tree: AxTree, selection: Selection, markers: bool, agentlab: bool = False) -> Pruned:
@@ -143,15 +157,28 @@ def _agentlab_placeholders(tree: AxTree, selection: Selection, strategy: str) ->
 
 def _stub(tree: AxTree, i: int) -> str:
     """``tree.stub(i)``, reading only line ``i`` when the tree's bids are not parsed yet."""
-    if "bids" in tree.__dict__:
-        return tree.stub(i)
-    text, indent = tree.texts[i], tree.indents[i]
-    _, bid, role = _HEAD.match(text).groups("")
-    if not bid and not role:
-        return text[:indent] + text[indent:][:40]
-    if not bid:
-        return text[:indent] + role
-    return f"{text[:indent]}[{bid}] {role}" if role else f"{text[:indent]}[{bid}]"
+    return _stubs(tree, [i])[0]
+
+
+def _stubs(tree: AxTree, indices: list[int]) -> list[str]:
+    """``tree.stub(i)`` for each 0-based ``i``, reading only those lines when the tree's
+    bids are not parsed yet."""
+    texts, indents = tree.texts, tree.indents
+    heads = None
+    if "bids" not in tree.__dict__:
+        heads = _HEAD.findall("\n".join([texts[i] for i in indices]))
+    if heads is None or len(heads) != len(indices):  # a line with a newline of its own
+        return [tree.stub(i) for i in indices]
+    out = []
+    for i, (_, bid, role) in zip(indices, heads, strict=True):
+        text, indent = texts[i], indents[i]
+        if bid:
+            out.append(f"{text[:indent]}[{bid}] {role}" if role else f"{text[:indent]}[{bid}]")
+        elif role:
+            out.append(text[:indent] + role)
+        else:
+            out.append(text[:indent] + text[indent:][:40])
+    return out
 
 
 def _structure(tree: AxTree, selection: Selection, markers: bool) -> Pruned:
@@ -171,30 +198,31 @@ def _structure(tree: AxTree, selection: Selection, markers: bool) -> Pruned:
             stub_at.append(p)
             p = parents[p]
     stub_at.sort()
+    # each stub, then each range, after a marker for the lines dropped before it
+    pieces = sorted([(i, _STUB, t) for i, t in zip(stub_at, _stubs(tree, stub_at), strict=True)]
+                    + [(a - 1, b, "") for a, b in ranges])  # fmt: skip
     out: list[str] = []
     kept: list[int] = []
-    n_markers, done, k = 0, 0, 0  # done: lines before it are emitted or dropped
-
-    def emit(i: int) -> None:  # a marker for the dropped lines before 0-based line i
-        nonlocal n_markers
+    n_markers, done = 0, 0  # done: lines before it are emitted or dropped
+    for i, b, stub in pieces:
         if markers and i > done:
             out.append(_marker(tree, i, i - done))
             n_markers += 1
-
-    for a, b in ranges:
-        while k < len(stub_at) and stub_at[k] < a - 1:
-            emit(stub_at[k])
-            out.append(_stub(tree, stub_at[k]))
-            done, k = stub_at[k] + 1, k + 1
-        emit(a - 1)
-        out.extend(texts[a - 1 : b])
-        kept.extend(range(a, b + 1))
-        done = b
+        if b == _STUB:
+            out.append(stub)
+            done = i + 1
+        else:
+            out.extend(texts[i:b])
+            kept.extend(range(i + 1, b + 1))
+            done = b
     if markers and done < n:
         out.append(_marker(tree, done, n - done))
         n_markers += 1
     stubs = [i + 1 for i in stub_at]
     return Pruned("\n".join(out), out, kept, stubs, n_markers, "structure")
+
+
+_STUB = -1  # in _structure's pieces: a stub, not a range's end
 
 
 def _with_stubs(tree: AxTree, selection: Selection, strategy: str, markers: bool) -> Pruned:

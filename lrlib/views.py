@@ -48,7 +48,7 @@ def render(tree: AxTree, view: str = "full", fmt: str = NUMBER_FORMAT) -> str:
     texts = get_view(view)(tree)
     if len(texts) != len(tree):
         raise ValueError(f"view {view!r} returned {len(texts)} entries for {len(tree)} lines")
-    if all(t is not None for t in texts):
+    if texts is tree.texts or None not in texts:
         return tree.numbered(fmt, texts)  # type: ignore[arg-type]
     return "\n".join(fmt.format(n=n) + t for n, t in enumerate(texts, 1) if t is not None)
 

@@ -97,3 +97,50 @@ def test_parse_never_raises_and_keeps_every_nonblank_line(raw):
         assert p < 0 or tree.depths[p] < tree.depths[i]
     for n in range(1, len(tree) + 1):
         assert tree.line(n).text == tree.texts[n - 1]
+
+
+def _nearest_shallower(depths: list[int]) -> list[int]:
+    return [
+        next((j for j in range(i - 1, -1, -1) if depths[j] < d), -1) for i, d in enumerate(depths)
+    ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 8), max_size=60), st.booleans())
+def test_parents_fast_walk_equals_the_definition(depths, well_formed):
+    """_parents reads the last line one level up when no line jumps deeper by more than one
+    (BrowserGym's trees), and falls back to a stack otherwise; both are the definition."""
+    from lrlib.axtree import _parents
+
+    if well_formed:  # every step at most one level deeper
+        for i in range(1, len(depths)):
+            depths[i] = min(depths[i], depths[i - 1] + 1)
+    assert _parents(depths) == _nearest_shallower(depths)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.text("\t ", max_size=4), st.sampled_from(["[1] a 'x'", "b", " c"])),
+        max_size=30,
+    )
+)
+def test_indentation_columns_with_and_without_spaces(rows):
+    """Tab-only indentation takes the short path; any space in it, the general one."""
+    text = "\n".join(ind + body for ind, body in rows)
+    tree = parse(text)
+    assert tree.indents == [len(t) - len(t.lstrip("\t ")) for t in tree.texts]
+    if not re.search(r"^\t* ", "\n".join(tree.texts), re.M):
+        assert tree.depths == [len(t) - len(t.lstrip("\t")) for t in tree.texts]
+    assert tree.parents == _nearest_shallower(tree.depths)
+
+
+def test_numbered_prefixes_past_the_table(monkeypatch):
+    from lrlib import axtree
+
+    tree = parse("\n".join(f"[{i}] button" for i in range(40)))
+    expected = "\n".join(f"{n}: {t}" for n, t in enumerate(tree.texts, 1))
+    assert tree.numbered() == expected
+    monkeypatch.setattr(axtree, "_MAX_PREFIXES", 16)
+    assert tree.numbered() == expected
+    assert tree.numbered("<{n}> ").startswith("<1> [0] button\n<2> ")

@@ -121,3 +121,19 @@ def test_structure_fast_path_equals_the_line_by_line_walk(depths, raw, markers, 
     if parsed:
         _ = tree.bids
     assert _structure(tree, sel, markers) == reference
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    raw=st.lists(st.tuples(st.integers(-3, 70), st.integers(-3, 70)), max_size=8),
+    n_claimed=st.integers(0, 80),
+    strategy=st.sampled_from(STRATEGIES),
+)
+def test_hand_made_selections_are_normalised_as_from_ranges_would(ipad, raw, n_claimed, strategy):
+    """prune trusts a Selection's ranges only when they are already normal for the tree
+    (ints, sorted, disjoint, not touching, within 1..n); anything else is re-normalised."""
+    tree = parse("\n".join(ipad.texts[:60]))
+    hand_made = Selection(tuple(raw), n_claimed)
+    normal = Selection.from_ranges(raw, len(tree))
+    assert prune(tree, hand_made, strategy) == prune(tree, normal, strategy)
+    assert prune(tree, Selection(((True, 2),), 9), strategy) == prune(tree, [1, 2], strategy)

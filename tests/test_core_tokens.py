@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lrlib import tokens
+from lrlib import bpe, tokens
 from lrlib.data import load_steps
 from lrlib.tokens import count_lines, count_tokens, get_encoding, truncate_bottom
 
@@ -119,13 +119,13 @@ def test_truncate_bottom_is_exact(real_trees):
 
 @pytest.fixture
 def fresh_backend(monkeypatch):
-    """Forget which encoder was chosen (and every memoised count) before and after."""
-    tokens._fast.cache_clear()
-    tokens.clear_line_memo()
+    """Forget which encoders were chosen (and every memoised count) before and after."""
+    for forget in (bpe._fast.cache_clear, bpe._counter.cache_clear, tokens.clear_line_memo):
+        forget()
     yield monkeypatch
     monkeypatch.undo()
-    tokens._fast.cache_clear()
-    tokens.clear_line_memo()
+    for forget in (bpe._fast.cache_clear, bpe._counter.cache_clear, tokens.clear_line_memo):
+        forget()
 
 
 @pytest.mark.slow
@@ -168,6 +168,7 @@ def test_fast_encoder_matches_tiktoken_on_hostile_text(text):
 
 def test_tiktoken_when_riptoken_is_missing(fresh_backend):
     fresh_backend.setitem(sys.modules, "riptoken", None)  # import riptoken -> ImportError
+    fresh_backend.setitem(sys.modules, "toktok", None)
     assert tokens.backend_name() == "tiktoken"
     text = "RootWebArea 'x'\n\t[1] button 'Go'\n" * 200
     assert count_tokens(text) == len(get_encoding().encode_ordinary(text))
@@ -182,6 +183,7 @@ def test_tiktoken_when_riptoken_disagrees_on_the_self_check(fresh_backend):
             return [0] * len(text)  # one token per character: wrong on most texts
 
     fresh_backend.setitem(sys.modules, "riptoken", types.SimpleNamespace(CoreBPE=Wrong))
+    fresh_backend.setenv("LRLIB_TOKENIZER", "riptoken")  # toktok off: riptoken is asked
     assert tokens.backend_name() == "tiktoken"
     assert count_tokens("hello world") == 2
 
@@ -196,9 +198,10 @@ def test_text_riptoken_refuses_goes_to_tiktoken():
     assert count_tokens(text) == len(get_encoding().encode_ordinary(text))
 
 
-def test_big_trees_are_counted_in_parallel_pieces_exactly(real_trees):
-    """Over _PARALLEL_CHARS the missing lines are encoded in pieces on several threads;
-    the per-line counts and the total stay tiktoken's."""
+def test_big_trees_are_counted_in_parallel_pieces_exactly(real_trees, fresh_backend):
+    """Without toktok, over _PARALLEL_CHARS the missing lines are encoded in pieces on
+    several threads; the per-line counts and the total stay tiktoken's."""
+    fresh_backend.setenv("LRLIB_TOKENIZER", "riptoken")
     lines = [ln for t in real_trees.values() for ln in t["tree"].split("\n") if ln.strip()]
     big = []
     while sum(map(len, big)) < 2 * tokens._PARALLEL_CHARS:
@@ -211,3 +214,113 @@ def test_big_trees_are_counted_in_parallel_pieces_exactly(real_trees):
     assert tokens.line_token_counts(sample) == [
         len(enc.encode_ordinary(ln + "\n")) for ln in sample
     ]
+
+
+# ---- the fast counter (toktok, ASCII text) against the reference (tiktoken) -------------
+
+
+def _toktok(encoding):
+    if bpe._counter(encoding) is None:
+        pytest.skip("toktok is not installed (nothing to compare)")
+    import toktok
+
+    return toktok._encoding(encoding)
+
+
+@pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
+def test_toktok_vocabulary_is_tiktokens_rank_for_rank(encoding):
+    core, enc = _toktok(encoding), get_encoding(encoding)
+    ranks = enc._mergeable_ranks
+    assert core.n_vocab >= len(ranks)
+    assert all(core.decode_single_token_bytes(rank) == token for token, rank in ranks.items())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
+def test_toktok_counts_every_recorded_tree_and_line_exactly(encoding):
+    core, enc = _toktok(encoding), get_encoding(encoding)
+    steps = load_steps()
+    assert len(steps) >= 400
+    texts = [t for s in steps for t in (s.tree, s.goal)]
+    lines = sorted({ln + "\n" for s in steps for ln in s.tree.split("\n")})
+    for batch in (texts, lines):
+        assert core.count_batch(batch, 1, False) == [len(enc.encode_ordinary(t)) for t in batch]
+    # and lrlib's own paths (whole ASCII texts, ASCII runs + other lines), cold
+    tokens.clear_line_memo()
+    assert [count_tokens(t, encoding) for t in texts] == [
+        len(enc.encode_ordinary(t)) for t in texts
+    ]
+
+
+ascii_hostile = st.lists(
+    st.one_of(
+        st.sampled_from(["\n", "\r\n", "\r", "/", " " * 70, "\t", "  \n", "<|endoftext|>",
+                         "<|fim_prefix|>", "'s", "'LL", "'Ve", "[12] button 'Go'", "1234567890123",
+                         "ab" * 40, "\x00", "\x1c", "\x0b\x0c", "'", "//", "\t\t[a5] link 'x'"]),
+        st.text(st.characters(max_codepoint=127), max_size=12),
+    ),
+    max_size=200,
+).map("".join)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(ascii_hostile, st.sampled_from(["o200k_base", "cl100k_base"]))
+def test_toktok_matches_tiktoken_on_hostile_ascii_text(text, encoding):
+    core, enc = _toktok(encoding), get_encoding(encoding)
+    expected = len(enc.encode_ordinary(text))
+    assert core.count(text) == expected == bpe.count(text, encoding)
+    pieces = text.split("\n")
+    assert (
+        core.count_batch(pieces * 2, 1, False) == [len(enc.encode_ordinary(p)) for p in pieces] * 2
+    )
+
+
+def test_toktok_is_kept_off_non_ascii_text():
+    """The Rust engines' Unicode tables differ on recently assigned characters: toktok
+    reads U+323B0 (CJK Extension H, Unicode 15) as tiktoken does not; lrlib never asks it."""
+    core, enc = _toktok("cl100k_base"), get_encoding("cl100k_base")
+    text = "\U000323b0's"
+    assert core.count(text) != len(enc.encode_ordinary(text))  # why only ASCII goes to toktok
+    mixed = ["RootWebArea 'x'", f"\t[1] StaticText '{text}'", "\t[2] button 'Go'"] * 400
+    tokens.clear_line_memo()
+    assert count_lines(mixed, "cl100k_base") == len(enc.encode_ordinary("\n".join(mixed)))
+    assert bpe.count_each([text, "ab"], "cl100k_base") == [len(enc.encode_ordinary(text)), 1]
+
+
+mixed_line = st.one_of(real_line, st.text(max_size=30).filter(lambda t: "\n" not in t))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(mixed_line, min_size=1, max_size=60), st.sampled_from(["o200k_base", "cl100k_base"])
+)
+def test_counts_by_ascii_runs_are_exact(lines, encoding):
+    """ASCII runs by toktok, other lines by the memo: always the whole text's count."""
+    enc = get_encoding(encoding)
+    text = "\n".join(lines)
+    tokens.clear_line_memo()
+    assert count_lines(lines, encoding) == len(enc.encode_ordinary(text))
+    assert count_lines(lines, encoding) == len(enc.encode_ordinary(text))  # warm
+    assert count_tokens(text * 30, encoding) == len(enc.encode_ordinary(text * 30))
+
+
+def test_riptoken_when_toktok_is_missing(fresh_backend):
+    fresh_backend.setitem(sys.modules, "toktok", None)
+    assert tokens.backend_name() in ("riptoken", "tiktoken")
+    text = "RootWebArea 'x'\n\t[1] button 'Go'\n\tStaticText 'é'\n" * 200
+    assert count_tokens(text) == len(get_encoding().encode_ordinary(text))
+
+
+def test_toktok_off_when_it_disagrees_on_the_self_check(fresh_backend):
+    class Wrong:
+        def count(self, text):
+            return len(text)
+
+        def count_batch(self, texts, threads, with_special):
+            return [len(t) for t in texts]
+
+    fresh_backend.setitem(sys.modules, "toktok", types.SimpleNamespace(_encoding=lambda n: Wrong()))
+    assert not tokens.backend_name().startswith("toktok")
+    assert count_tokens("hello world " * 400) == len(
+        get_encoding().encode_ordinary("hello world " * 400)
+    )
