@@ -6,13 +6,16 @@ For ``learned`` and ``program`` (and the untuned ``bm25``, ``bm25:unit=chunks`` 
 ``embedding`` baselines for reference), target coverage and median token reduction with
 95% intervals from a bootstrap over episodes (:mod:`lrlib.intervals`), in four settings:
 
-- ``cv-family``: leave one task family out over train+validation (each family measured
-  with a model fitted / knobs tuned on the other families; the learned scorer's
-  threshold was chosen on these same out-of-fold scores, so this is slightly optimistic);
+- ``cv-family``: leave one task family out over train+validation, nested: each family is
+  measured with a model fitted and knobs chosen on the other families only (the learned
+  scorer's knobs on inner grouped folds of them, :func:`lrlib.reducers.learned_cv.
+  nested_cv`; the program's by its tuner on them), so no knob saw the family it is
+  measured on; untuned baselines: their figure on the same steps (the embedding baseline
+  on validation only: its vectors ship for validation and test, :mod:`lrlib.packs`);
 - ``test``: the shipped model and knobs (fitted on train+validation) on the test split
   (whole held-out task families, never used for tuning);
-- ``workarena->webarena``: fitted on WorkArena train+validation steps only, measured on
-  every WebArena step;
+- ``workarena->webarena``: fitted (and knobs chosen) on WorkArena train+validation steps
+  only, measured on every WebArena step (the embedding baseline: validation and test ones);
 - ``gap``: cv-family minus test (coverage, points), interval from independent bootstraps.
 
 Targets of the generalisation issue: >= 95% coverage at >= 70% median reduction on test
@@ -26,22 +29,30 @@ import sys
 import time
 import warnings
 from dataclasses import asdict
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from lrlib import data
-from lrlib.crossval import folds
+from lrlib.crossval import Fold, folds
 from lrlib.evaluation import evaluate
 from lrlib.intervals import interval
 from lrlib.metrics import covers, covers_evidence
 from lrlib.reducers import get_reducer
-from lrlib.reducers.features import line_features
-from lrlib.reducers.learned import labels, out_of_fold, step_results
+from lrlib.reducers.learned import load_model
+from lrlib.reducers.learned_cv import KNOB_KEYS, nested_cv, prepare, step_results
 from lrlib.reducers.program import Program
 from lrlib.reducers.program_tuning import TuningSet, cross_validate, tune
 
+sys.path.insert(0, str(Path(__file__).parent))
+from train_learned import GRID, PRIORS  # noqa: E402  (the same knob grid and priors)
+
 BASELINES = ("bm25", "bm25:unit=chunks", "embedding")
+# baselines whose vectors ship only for validation+test (lrlib.packs): measured there only,
+# so a fresh clone computes nothing (their cv-family row is validation alone)
+PACKED = {"embedding": ("validation", "test")}
+MIN_RED = 0.75  # the training script's --min-reduction default
 N_BOOT = 2000
 
 
@@ -120,47 +131,46 @@ def main() -> int:
     ep = _episodes(steps)
     results: dict[tuple[str, str], tuple[np.ndarray, ...]] = {}
 
-    # learned: per-fold refits at the shipped knobs
+    # learned: nested CV (knobs chosen inside every fold on inner folds of the others)
     shipped = get_reducer("learned")
-    knobs = {
-        "threshold": shipped.threshold,
-        "min_keep": shipped.min_keep,
-        "cheap": shipped.cheap,
-        "rescue": shipped.rescue,
-    }
-    X = [line_features(s) for s in steps]
-    Y = [labels(s) for s in steps]
-    fam = folds(dev, "family")
-    oof = out_of_fold([X[i] for i in dev_idx], [Y[i] for i in dev_idx], fam)
-    fx = [X[i] for i in dev_idx]
-    results["cv-family", "learned"] = (*step_results(dev, oof, **knobs, features=fx), ep[dev_idx])
-    test_scores = [shipped.model.predict(X[i]) for i in test_idx]
+    record = load_model()[1]
+    C = float(record["provenance"].get("C", 0.1))
+    grid = {**GRID, **{k: (v,) for k, v in PRIORS.items()}}
+    cache = prepare(steps, shipped.encoding)
+    dev_cache = [cache[i] for i in dev_idx]
+    families = [s.family for s in dev]
+    scores, knobs = nested_cv(dev_cache, families, folds(dev, "family"), grid, MIN_RED, C)
+    results["cv-family", "learned"] = (
+        *step_results(dev, dev_cache, scores, knobs),
+        ep[dev_idx],
+    )
+    shipped_knobs = {key: getattr(shipped, key) for key in KNOB_KEYS}
+    test_steps = [steps[i] for i in test_idx]
+    test_cache = [cache[i] for i in test_idx]
+    test_scores = [shipped.model.predict(d.X) for d in test_cache]
     results["test", "learned"] = (
-        *step_results(
-            [steps[i] for i in test_idx], test_scores, **knobs, features=[X[i] for i in test_idx]
-        ),
+        *step_results(test_steps, test_cache, test_scores, shipped_knobs),
         ep[test_idx],
     )
-    F = type("Fold", (), {})
-    cross = F()
-    cross.name, cross.train_idx, cross.test_idx = "workarena->webarena", wa, we
-    wa_we = out_of_fold(X, Y, [cross])
+    cross = Fold("workarena->webarena", wa, we)
+    fam_all = [s.family for s in steps]
+    wa_scores, wa_knobs = nested_cv(cache, fam_all, [cross], grid, MIN_RED, C)
     results["workarena->webarena", "learned"] = (
         *step_results(
-            [steps[i] for i in we], [wa_we[i] for i in we], **knobs, features=[X[i] for i in we]
+            [steps[i] for i in we],
+            [cache[i] for i in we],
+            [wa_scores[i] for i in we],
+            [wa_knobs[i] for i in we],
         ),
         ep[we],
     )
+    print(f"learned: WorkArena-only knobs {wa_knobs[we[0]]}", file=sys.stderr)
 
     _stage("learned", start)
     # program: knobs re-tuned inside every fold, then measured exactly
     draws = {"samples": 60, "restarts": 2} if args.fast else {"samples": 150, "restarts": 5}
     tset = TuningSet(steps)
-    gfolds = []
-    for f in fam:
-        g = F()
-        g.name, g.train_idx, g.test_idx = f.name, dev_idx[f.train_idx], dev_idx[f.test_idx]
-        gfolds.append(g)
+    gfolds = [Fold(f.name, dev_idx[f.train_idx], dev_idx[f.test_idx]) for f in folds(dev, "family")]
     _, _, per_fold = cross_validate(tset, gfolds, 0.97, **draws)
     parts = [_exact(Program(**r["knobs"]), [steps[i] for i in g.test_idx])
              for g, r in zip(gfolds, per_fold, strict=True)]  # fmt: skip
@@ -182,8 +192,13 @@ def main() -> int:
     _stage("program", start)
     # untuned baselines: the same steps of each setting
     baselines = [b for b in BASELINES if b not in args.skip]
-    frame = evaluate(baselines, steps, progress=False)
-    _stage("baselines", start)
+    frames = []
+    for name in baselines:
+        only = PACKED.get(name)
+        sub = [s for s in steps if only is None or s.meta.get("split") in only]
+        frames.append(evaluate([name], sub, progress=False))
+        _stage(name, start)
+    frame = pd.concat(frames, ignore_index=True)
     for name in baselines:
         part = frame[frame.reducer == name].set_index("step_id")
         for setting, idx in (
@@ -191,6 +206,7 @@ def main() -> int:
             ("test", test_idx),
             ("workarena->webarena", we),
         ):
+            idx = np.array([i for i in idx if steps[i].step_id in part.index], int)
             ids = [steps[i].step_id for i in idx]
             sub = part.loc[ids]
             hit = sub["covered"].astype("float64").to_numpy()
@@ -229,7 +245,7 @@ def main() -> int:
         print(f"| {r.setting} | {r.reducer} | {cell(r, 'coverage', 'coverage_lo', 'coverage_hi', 'n_target')} "
               f"| {eps} | {cell(r, 'evidence', 'evidence_lo', 'evidence_hi', 'n_evidence')} "
               f"| {cell(r, 'median_reduction', 'reduction_lo', 'reduction_hi', 'n_steps')} |")  # fmt: skip
-    print(f"\n({time.perf_counter() - start:.0f} s; learned knobs {knobs})")
+    print(f"\n({time.perf_counter() - start:.0f} s; shipped learned knobs {shipped_knobs})")
     if args.out:
         table.to_csv(args.out, index=False)
     return 0

@@ -10,7 +10,8 @@ here hold out whole groups:
 
 :func:`folds` builds them (schemes live in :data:`SCHEMES`; an unknown name raises
 ``ValueError`` listing the valid ones); :func:`group_folds` is the leave-one-group-out core
-on plain labels; :func:`cross_validate` fits on each fold's train steps and scores on its
+on plain labels and :func:`group_kfold` its k-fold variant (the inner loop of a nested
+cross-validation); :func:`cross_validate` fits on each fold's train steps and scores on its
 test steps, one result row per fold. Tune on the ``train`` split with these folds; the
 ``test`` split (:data:`lrlib.data.SPLITS`) is for the final report only.
 
@@ -55,6 +56,27 @@ def group_folds(groups: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
     out = []
     for g in sorted(set(labels.tolist())):
         test = labels == g
+        out.append((np.flatnonzero(~test), np.flatnonzero(test)))
+    return out
+
+
+def group_kfold(groups: Sequence[str], k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``k`` folds that never split a group: groups sorted by size (largest first, then by
+    name) are dealt round-robin to the folds (fewer folds when there are fewer groups). The
+    inner loop of a nested cross-validation uses it: leave-one-group-out inside every outer
+    fold would cost groups^2 fits.
+
+    >>> [(tr.tolist(), te.tolist()) for tr, te in group_kfold(["x", "y", "x", "z"], 2)]
+    [([1], [0, 2, 3]), ([0, 2, 3], [1])]
+    """
+    labels = np.asarray([str(g) for g in groups], dtype=object)
+    names, counts = np.unique(labels, return_counts=True)
+    order = sorted(range(len(names)), key=lambda j: (-counts[j], names[j]))
+    k = max(1, min(k, len(names)))
+    bins = [{names[j] for j in order[b::k]} for b in range(k)]
+    out = []
+    for members in bins:
+        test = np.array([g in members for g in labels], bool)
         out.append((np.flatnonzero(~test), np.flatnonzero(test)))
     return out
 

@@ -245,7 +245,9 @@ pd.concat(all_sweeps, ignore_index=True).reindex(columns=curve_cols).round(3)
 #   `train` *and* `validation`: their validation rows are fits, and **test** is their only
 #   held-out measurement. On both splits their target coverage intervals lie above every
 #   similarity and truncation baseline's; the paired table says by how much on the same
-#   steps.
+#   steps. Their honest cross-validated figures (nested: every family measured with a
+#   model and knobs chosen without it) and the WorkArena -> WebArena transfer are in
+#   `benchmarks/bench_generalisation.py` (README, Figures).
 # * **Evidence coverage tells a different story.** Keeping the acted element is not keeping
 #   what the action needs: the reducers that keep targets best often drop the option, label
 #   or group question next to them, and so does the oracle by construction (target and

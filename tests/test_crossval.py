@@ -29,6 +29,16 @@ def test_group_folds_never_leak_and_cover_each_row_once(groups):
         assert len(tr) + len(te) == len(groups)
 
 
+@given(st.lists(st.sampled_from("abcdefg"), min_size=1, max_size=60), st.integers(1, 5))
+def test_group_kfold_never_splits_a_group(groups, k):
+    out = crossval.group_kfold(groups, k)
+    assert len(out) == min(k, len(set(groups)))
+    seen = np.concatenate([te for _, te in out])
+    assert sorted(seen.tolist()) == list(range(len(groups)))
+    for tr, te in out:
+        assert len(te) and not {groups[i] for i in te} & {groups[i] for i in tr}
+
+
 def test_family_folds_on_real_train_steps(train_steps):
     folds = crossval.folds(train_steps, "family")
     families = {s.family for s in train_steps}

@@ -13,10 +13,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lrlib import data
+from lrlib.crossval import folds
 from lrlib.inject import inject
 from lrlib.reducers import get_reducer, list_reducers
 from lrlib.reducers.features import FEATURES, line_features, role_group, unfocused
-from lrlib.reducers.learned import MODEL_FILE, LineModel, curve, fit_model, load_model
+from lrlib.reducers.learned import MODEL_FILE, LineModel, keep_from_scores, load_model
+from lrlib.reducers.learned_cv import (
+    curve,
+    fast_results,
+    fit_model,
+    nested_cv,
+    prepare,
+    step_results,
+)
 from lrlib.reducers.program import line_features as program_features
 from lrlib.step import Step
 
@@ -48,7 +57,10 @@ def test_model_file_is_plain_json_with_provenance():
         if g["median_reduction"] >= record["cv"]["min_reduction"]
     )  # fmt: skip
     assert record["knobs"]["threshold"] == chosen["threshold"]
-    assert {"threshold", "cheap", "min_keep"} <= set(record["knobs"])
+    assert {"threshold", "cheap", "min_keep", "max_share", "rescue"} <= set(record["knobs"])
+    nested = record["cv"]["nested"]  # the honest figure is stored beside the optimistic one
+    assert "inner" in nested["scheme"] and 0 < nested["coverage"] <= 1
+    assert nested["n_steps"] == prov["n_steps"] and nested["n_target"] > 0
     assert "learned" in list_reducers()
 
 
@@ -72,7 +84,7 @@ def test_numpy_inference_matches_scikit_learn(real_steps):
     y = np.zeros(len(X), int)
     y[:: max(1, len(X) // 20)] = 1
     model = fit_model(X, y)
-    clf = LogisticRegression(class_weight="balanced", max_iter=2000)
+    clf = LogisticRegression(class_weight="balanced", solver="newton-cholesky", max_iter=200)
     clf.fit((X - model.mean) / model.scale, y)
     want = clf.predict_proba((X - model.mean) / model.scale)[:, 1]
     np.testing.assert_allclose(model.predict(X), want, atol=1e-4)
@@ -103,6 +115,48 @@ def test_curve_trades_coverage_for_reduction(real_steps):
     assert list(c.columns[:3]) == ["threshold", "median_reduction", "coverage"]
     assert (np.diff(c.median_reduction) >= -1e-9).all()
     assert (np.diff(c.coverage) <= 1e-9).all()
+
+
+def test_fast_results_match_the_exact_rendering(real_steps, reducers):
+    steps = real_steps[:25]
+    cache = prepare(steps)
+    model = reducers["learned"].model
+    scores = [model.predict(d.X) for d in cache]
+    knobs = {"threshold": 0.1, "cheap": 0.5, "max_share": 0.25, "rescue": 1}
+    red, hit = fast_results(cache, scores, knobs)
+    exact_red, exact_hit, _ = step_results(steps, cache, scores, knobs)
+    assert np.abs(red - exact_red).max() < 0.01
+    np.testing.assert_array_equal(hit, exact_hit)
+
+
+def test_nested_cv_knobs_never_see_the_held_out_family(real_steps):
+    """The honest figure: the knobs (and scores) a family gets do not change when that
+    family's own labels do."""
+    steps = [s for s in real_steps if s.benchmark == "workarena"][:40]
+    cache = prepare(steps)
+    fam = [s.family for s in steps]
+    outer = folds(steps, "family")
+    grid = {"threshold": (0.05, 0.2, 0.5), "cheap": (1.0,)}
+    scores, knobs = nested_cv(cache, fam, outer, grid, 0.6, C=0.1, inner=2)
+    held = outer[0]
+    for i in held.test_idx:  # scramble the held-out family's labels
+        cache[i].y = np.roll(cache[i].y, 7)
+    again, knobs2 = nested_cv(cache, fam, outer, grid, 0.6, C=0.1, inner=2)
+    for i in held.test_idx:
+        assert knobs2[i] == knobs[i]
+        np.testing.assert_allclose(again[i], scores[i])
+    assert any(  # ...while the other folds, trained on those labels, do move
+        not np.allclose(again[i], scores[i]) for f in outer[1:] for i in f.test_idx
+    )
+
+
+def test_share_cap_binds_on_small_pages_only():
+    rng = np.random.default_rng(0)
+    small = rng.uniform(0.2, 1.0, 40)  # a small page: most lines above the threshold
+    assert len(keep_from_scores(small, 0.1, max_share=0.25)) == 10
+    assert len(keep_from_scores(small[:8], 0.1, max_share=0.25)) == 5  # the floor
+    large = np.where(rng.uniform(size=2000) < 0.05, 0.5, 0.01)  # a long page: 5% above
+    assert keep_from_scores(large, 0.1, max_share=0.25) == keep_from_scores(large, 0.1)
 
 
 # ---- no page-controlled lift (the security issue, item 4) ---------------------------

@@ -64,11 +64,10 @@ INTERACTIVE = ("form", "choice", "button", "link", "item")
 _GROUP_NAMES = (*GROUPS, "other")
 FEATURES: tuple[str, ...] = (
     *(f"role_{g}" for g in _GROUP_NAMES),
-    "has_bid", "interactive", "no_role", "depth", "position", "log_len", "empty_name",
-    "has_url", "log_children", "leaf", "bm25_rel", "bm25_log", "bm25_top", "kids_bm25_rel",
-    "hits", "kids_hits", "acted", "has_last", "log_line_dist", "near_after", "log_hops",
-    "same_parent", "in_chrome", "n_terms_small", "interactive_x_bm25", "interactive_x_kids",
-    "unnamed_x_near", "sub_hits", "kids_sub_hits", "interactive_x_close", "log_cost",
+    "has_bid", "interactive", "no_role", "depth", "log_len", "empty_name", "has_url",
+    "log_children", "leaf", "bm25_rel", "kids_bm25_rel", "hits", "kids_hits", "sub_hits",
+    "kids_sub_hits", "acted", "has_last", "near_after", "log_hops", "same_parent", "in_chrome",
+    "interactive_x_bm25", "interactive_x_kids", "unnamed_x_near", "log_cost",
 )  # fmt: skip
 _NAME = re.compile(r"^(?:'((?:[^'\\]|\\.)*)')?")
 _HEAD = re.compile(r"^(?:\[[^\]\s]*\] ?)?(?:[A-Za-z][\w-]*)?")
@@ -86,6 +85,11 @@ _SUFFIX = re.compile(r"(?:ies|ings?|es|ed|s)$")
 _PAGE_STATE = re.compile(r", (?:focused|autofocus)(?=,|$)")  # set by the page: never read
 KIDS = 4  # child lines (without a bid) whose text counts as the parent's
 NEAR = 10  # lines after the last acted element that count as "near_after"
+
+
+def _content(word: str) -> bool:
+    """A content word: not a stop word, and two characters or more unless a number."""
+    return word not in _STOP and (len(word) > 1 or word.isdigit())
 
 
 def role_group(role: str | None) -> str:
@@ -108,12 +112,13 @@ def stem(word: str) -> str:
 
 
 def goal_terms(text: str) -> list[str]:
-    """Stemmed content words of ``text`` (stop words and one-letter words dropped).
+    """Stemmed content words of ``text`` (stop words and one-letter words dropped; numbers,
+    even one digit, kept: "Select 5", "order 3" name an option or a quantity).
 
     >>> goal_terms("Go to the hardware store and order 3 'iPad pro' (Silver)")
-    ['hardware', 'store', 'order', 'ipad', 'pro', 'silver']
+    ['hardware', 'store', 'order', '3', 'ipad', 'pro', 'silver']
     """
-    words = (stem(w) for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1)
+    words = (stem(w) for w in _WORD.findall(text.lower()) if _content(w))
     return list(dict.fromkeys(words))
 
 
@@ -136,12 +141,12 @@ def term_matcher(terms: list[str]) -> re.Pattern[str] | None:
 
 
 def terms(text: str) -> set[str]:
-    """Content words of ``text``, cut to five letters (a crude stem).
+    """Content words of ``text`` (as :func:`goal_terms` keeps them), cut to five letters.
 
-    >>> sorted(terms("Order the best-selling laptops"))
-    ['best', 'lapto', 'order', 'selli']
+    >>> sorted(terms("Order the best-selling laptops, 2 of them"))
+    ['2', 'best', 'lapto', 'order', 'selli']
     """
-    return {w[:5] for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
+    return {w[:5] for w in _WORD.findall(text.lower()) if _content(w)}
 
 
 def history_bids(history: tuple[str, ...]) -> tuple[set[str], str | None]:
@@ -253,7 +258,6 @@ def line_features(step: Step) -> np.ndarray:
     X[:, col["interactive"]] = [g in INTERACTIVE for g in groups]
     X[:, col["no_role"]] = [r is None for r in tree.roles]
     X[:, col["depth"]] = depth / max(1.0, depth.max())
-    X[:, col["position"]] = np.arange(n) / max(1, n - 1)
     name_len = np.array([len(_NAME.match(t).group(1) or "") for t in names], float)
     X[:, col["log_len"]] = np.log1p(name_len)
     X[:, col["empty_name"]] = name_len == 0
@@ -261,11 +265,6 @@ def line_features(step: Step) -> np.ndarray:
     X[:, col["log_children"]] = np.log1p(n_children)
     X[:, col["leaf"]] = n_children == 0
     X[:, col["bm25_rel"]] = _rel(bm)
-    X[:, col["bm25_log"]] = np.log1p(np.minimum(bm, 20.0))
-    order = np.argsort(-bm, kind="stable")
-    top = np.zeros(n)
-    top[order[: max(1, n // 20)]] = 1.0
-    X[:, col["bm25_top"]] = top * (bm > 0)
     X[:, col["kids_bm25_rel"]] = _rel(bm_kids)
     if goal:
         X[:, col["hits"]] = [min(2, len(terms(t) & goal)) / 2 for t in names]
@@ -274,22 +273,16 @@ def line_features(step: Step) -> np.ndarray:
     if match is not None:  # goal words found inside words: best-selling ~ Bestsellers
         X[:, col["sub_hits"]] = [min(2, len(set(match.findall(t.lower())))) / 2 for t in names]
         X[:, col["kids_sub_hits"]] = [min(2, len(set(match.findall(k.lower())))) / 2 for k in kids]
-    X[:, col["n_terms_small"]] = len(goal) <= 2
     X[:, col["log_cost"]] = [math.log1p(len(unfocused(t)) / 4) for t in tree.texts]
     X[:, col["acted"]] = [b is not None and b in acted for b in tree.bids]
     if last_line is not None:
         i = last_line - 1
         dist = np.arange(n) - i
         X[:, col["has_last"]] = 1.0
-        X[:, col["log_line_dist"]] = np.log1p(np.abs(dist))
         X[:, col["near_after"]] = (dist > 0) & (dist <= NEAR)
         X[:, col["log_hops"]] = np.log1p(_hops(tree, i))
         X[:, col["same_parent"]] = np.asarray(tree.parents) == tree.parents[i]
-        X[:, col["interactive_x_close"]] = [g in INTERACTIVE for g in groups] * np.exp(
-            -np.expm1(X[:, col["log_hops"]]) / 4
-        )
     else:
-        X[:, col["log_line_dist"]] = math.log1p(n)
         X[:, col["log_hops"]] = math.log1p(depth.max() * 2)
     chrome = np.zeros(n, bool)
     for i, p in enumerate(tree.parents):
