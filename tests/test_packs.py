@@ -158,7 +158,10 @@ def test_shipped_vectors_match_the_model_and_rank_alike(tmp_path, monkeypatch, n
     }
     fresh = {k: np.frombuffer(v, np.float32) for k, (v, _) in live.stored(keys).items()}
     cosines = [float(packed[k] @ fresh[k]) for k in keys]
-    assert min(cosines) > 0.99999
+    # e5 through the engine is not bit-stable across CPUs: the pack, built on one machine,
+    # and a live run on another agree to a cosine of ~0.99997 (seen on two CI-like hosts);
+    # a different model or pooling would be far below 0.999.
+    assert min(cosines) > 0.9999
 
 
 def test_the_command_rebuilds_the_pack_from_the_cache_alone(tmp_path, monkeypatch, capsys):
