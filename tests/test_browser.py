@@ -87,6 +87,8 @@ def _panes_in_view(page, label: str) -> None:
         )
     assert right["x"] >= left["x"] + left["width"] - 1, f"{label}: panes overlap"
     assert abs(right["y"] - left["y"]) < 40, f"{label}: panes are not side by side"
+    spans = [f"{b['x']:.0f}..{b['x'] + b['width']:.0f}" for b in (left, right)]
+    print(f"{label}: original x={spans[0]}, reduced x={spans[1]} in {width} px")
 
 
 def _change(page, label: str, action) -> float:
