@@ -167,7 +167,8 @@ def main() -> int:
             text=True,
         )
         tests_ok = test.returncode == 0
-        tail = "\n".join(test.stdout.strip().splitlines()[-15 if not tests_ok else -1 :])
+        lines = [line for line in test.stdout.splitlines() if not line.startswith("make")]
+        tail = "\n".join(lines[-15 if not tests_ok else -1 :])
         print(f"\n{' '.join(what[-2:])} in the clone ({time.perf_counter() - start:.0f} s):")
         print(tail)
     status = subprocess.run(
