@@ -1,13 +1,15 @@
 """Every offline reducer on the out-of-domain MiniWoB check set (``data/miniwob_ood.jsonl.gz``).
 
-Usage: ``python benchmarks/bench_ood.py [--embedding] [--skip NAME...] [--by-task NAME...]
-[--out results.csv]`` (a few seconds; ``--embedding`` adds the e5 baseline, slow when its
+Usage: ``python benchmarks/bench_ood.py [--half all|train|check] [--embedding] [--skip NAME...]
+[--by-task NAME...] [--out results.csv]`` (a few seconds; ``--embedding`` adds the e5 baseline, slow when its
 vectors are not cached yet)
 
 The set (built by ``benchmarks/build_miniwob_ood.py``, described in ``data/README.md``) is
 small synthetic pages from MiniWoB++ in BrowserGym's AXTree format, each step's action
 verified by the task's own reward. It is a CHECK set: no reducer was tuned on it, and none
-may be. For every registered offline reducer (:func:`lrlib.evaluation.all_reducers`): target
+may be. Its task types fall in two fixed halves (:func:`lrlib.crossval.miniwob_half`, a hash
+of the name): a reducer that trains or tunes on ``--half train`` must be reported on
+``--half check`` only. For every registered offline reducer (:func:`lrlib.evaluation.all_reducers`): target
 coverage, evidence coverage and median token reduction, each with a 95% interval from a
 bootstrap over episodes (:func:`lrlib.intervals.summary`) and its n (steps/episodes).
 
@@ -28,11 +30,14 @@ OOD = ROOT / "data" / "miniwob_ood.jsonl.gz"
 TARGET_COVERAGE, TARGET_REDUCTION = 0.90, 0.60
 
 
-def load(path: Path = OOD):
-    """The check set's steps (:class:`lrlib.step.Step`), in file order."""
+def load(path: Path = OOD, half: str = "all"):
+    """The check set's steps (:class:`lrlib.step.Step`), in file order; ``half``: ``"all"``,
+    or only the task types of :func:`lrlib.crossval.miniwob_half`'s ``"train"``/``"check"``."""
     from lrlib import data
+    from lrlib.crossval import miniwob_half
 
-    return data.load_steps(path=path)
+    steps = data.load_steps(path=path)
+    return steps if half == "all" else [s for s in steps if miniwob_half(s.family) == half]
 
 
 def results(steps, skip: tuple[str, ...] = ()):
@@ -89,6 +94,8 @@ def composition(steps) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--path", type=Path, default=OOD, help="the check set (default: shipped)")
+    parser.add_argument("--half", choices=("all", "train", "check"), default="all",
+                        help="task types of one fixed half only (default: all)")  # fmt: skip
     parser.add_argument("--skip", nargs="*", default=[], help="reducers to leave out")
     parser.add_argument("--embedding", action="store_true",
                         help="also the embedding baseline (bundled e5; 5-12 minutes the first "
@@ -99,10 +106,10 @@ def main() -> int:
     args = parser.parse_args()
     warnings.filterwarnings("ignore", category=UserWarning)
     start = time.perf_counter()
-    steps = load(args.path)
+    steps = load(args.path, args.half)
     skip = tuple(args.skip) + (() if args.embedding else ("embedding",))
     frame = results(steps, skip)
-    print(f"MiniWoB OOD check set: {composition(steps)}\n")
+    print(f"MiniWoB OOD check set ({args.half} task types): {composition(steps)}\n")
     print(table(frame))
     if args.by_task:
         part = frame[frame.reducer.isin(args.by_task)]

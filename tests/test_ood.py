@@ -56,3 +56,14 @@ def test_keep_all_covers_every_target_and_a_cut_reducer_does_not(steps):
     full = frame[frame.reducer == "full"]
     assert full["covered"].all() and (full["reduction"] == 0).all()
     assert not frame[frame.reducer == "truncate:budget=5"]["covered"].all()
+
+
+def test_halves_are_fixed_whole_task_types(steps):
+    half = {s.family: crossval.miniwob_half(s.family) for s in steps}
+    assert set(half.values()) == {"train", "check"}
+    counts = {h: sum(half[s.family] == h for s in steps) for h in ("train", "check")}
+    assert counts == {"train": 240, "check": 185}  # a change of rule or data shows here
+    assert sum(v == "check" for v in half.values()) == 19
+    # the rule reads the name only: same answer for a step of another benchmark
+    assert crossval.miniwob_half("miniwob.click-tab") == "check"
+    assert crossval.miniwob_half("miniwob.click-button") == "train"
