@@ -24,17 +24,20 @@ from typing import Any, NoReturn
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module implementing add_arguments/run, one-line help)
     "import-traces": (
-        "lrlib.importer",
+        "lrlib.data.importer",
         "import BrowserGym/AgentLab experiment folders into a dataset",
     ),
-    "serve": ("lrlib.server", "serve the embedded local model (OpenAI-compatible, 127.0.0.1)"),
-    "run": ("lrlib.run", "run LineRetriever over the dataset (cached, resumable)"),
-    "embeddings": ("lrlib.packs", "compute the notebooks' embeddings and write the vector pack"),
-    "evaluate": ("lrlib.evaluation", "evaluate reducers offline on the dataset"),
-    "inject": ("lrlib.injection_eval", "build and score the prompt-injection benchmark"),
-    "figures": ("lrlib.figures", "execute every notebook headlessly and rewrite figures/"),
+    "serve": ("lrlib.llm.server", "serve the embedded local model (OpenAI-compatible, 127.0.0.1)"),
+    "run": ("lrlib.report.run", "run LineRetriever over the dataset (cached, resumable)"),
+    "embeddings": (
+        "lrlib.report.packs",
+        "compute the notebooks' embeddings and write the vector pack",
+    ),
+    "evaluate": ("lrlib.eval.evaluation", "evaluate reducers offline on the dataset"),
+    "inject": ("lrlib.report.injection_eval", "build and score the prompt-injection benchmark"),
+    "figures": ("lrlib.report.figures", "execute every notebook headlessly and rewrite figures/"),
     "cache": (
-        "lrlib.cache",
+        "lrlib.llm.cache",
         "show the answer caches; --refresh (maintainers) rewrites the shipped one",
     ),
 }
@@ -72,7 +75,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
     """The exceptions that mean "the user asked for something that does not exist": the
     registries' KeyErrors and ValueErrors (their messages list the valid names), missing
     files, reducer options a constructor refuses, and endpoint configuration errors."""
-    from .llmerrors import LLMError
+    from lrlib.llm.errors import LLMError
 
     return (LookupError, ValueError, TypeError, FileNotFoundError, NotADirectoryError, LLMError)
 
@@ -95,8 +98,8 @@ def check_reducers(args: argparse.Namespace) -> None:
     specs = getattr(args, "reducers", None)
     if not isinstance(specs, str):
         return
-    from .evaluation import parse_spec
-    from .reducers import check_options, get_reducer, list_reducers, reducer_options
+    from lrlib.eval.evaluation import parse_spec
+    from lrlib.reducers import check_options, get_reducer, list_reducers, reducer_options
 
     valid = list_reducers()
     for name, params in (parse_spec(s) for s in specs.split(";") if s.strip()):

@@ -13,7 +13,7 @@ from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from .paths import REPO_DIR
+from lrlib.paths import REPO_DIR
 
 
 @lru_cache(maxsize=1)

@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import importlib
 
-from .base import Output, Reducer, Reduction, get_reducer, list_reducers, register_reducer
+from lrlib.reducers.base import (
+    Output,
+    Reducer,
+    Reduction,
+    get_reducer,
+    list_reducers,
+    register_reducer,
+)
 
 # modules that register built-in reducers; imported on first registry use, not at import time
 _BUILTIN_MODULES: tuple[str, ...] = (
@@ -46,7 +53,7 @@ def reducer_options(name: str) -> list[str] | None:
     """
     import inspect
 
-    from .base import _REGISTRY
+    from lrlib.reducers.base import _REGISTRY
 
     _load_builtins()
     factory = _REGISTRY[name]

@@ -1,6 +1,6 @@
 """The one interface every reducer follows, and the registry of named reducers.
 
-A reducer takes a :class:`~lrlib.step.Step` and returns a :class:`Reduction`: the kept
+A reducer takes a :class:`~lrlib.core.step.Step` and returns a :class:`Reduction`: the kept
 lines, the reduced text, token counts before and after, latency, and for model-based
 reducers their usage and failures. Subclasses implement :meth:`Reducer.select`; the base
 class times it and counts tokens (counting is not part of the latency).
@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..step import Step
-from ..tokens import DEFAULT_ENCODING, count_lines, count_tokens
+from lrlib.core.step import Step
+from lrlib.core.tokens import DEFAULT_ENCODING, count_lines, count_tokens
 
 
 @dataclass
@@ -129,12 +129,12 @@ def register_reducer(
 
 def get_reducer(name: str, **params: Any) -> Reducer:
     """Build the reducer registered as ``name``; the error lists the valid names."""
-    from . import _load_builtins
+    from lrlib.reducers import _load_builtins
 
     _load_builtins()
     if name not in _REGISTRY:
         raise KeyError(f"unknown reducer {name!r}; valid reducers: {', '.join(sorted(_REGISTRY))}")
-    from . import check_options
+    from lrlib.reducers import check_options
 
     check_options(name, params)  # a misspelled option fails here, not silently
     return _REGISTRY[name](**params)
@@ -142,7 +142,7 @@ def get_reducer(name: str, **params: Any) -> Reducer:
 
 def list_reducers() -> list[str]:
     """Names of the registered reducers."""
-    from . import _load_builtins
+    from lrlib.reducers import _load_builtins
 
     _load_builtins()
     return sorted(_REGISTRY)

@@ -29,9 +29,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..step import Step
-from .base import Output, Reducer, register_reducer
-from .chunking import chunks_of, chunks_output, lines_output, query_of
+from lrlib.core.step import Step
+from lrlib.reducers.base import Output, Reducer, register_reducer
+from lrlib.reducers.chunking import chunks_of, chunks_output, lines_output, query_of
 
 
 def bm25_scores(documents: Sequence[str], query: str) -> np.ndarray:

@@ -9,7 +9,7 @@ by neighbours:
   own); the next run starts with the last lines of the previous one that fit in ``overlap``
   tokens. Every chunk is then a set of verbatim lines.
 
->>> from lrlib.axtree import parse
+>>> from lrlib.core.axtree import parse
 >>> tree = parse("\\n".join(f"[{i}] button 'item {i}'" for i in range(30)))
 >>> chunks = line_chunks(tree, size=40, overlap=10)
 >>> [(c.first, c.last) for c in chunks][:3]
@@ -26,11 +26,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 
-from ..axtree import AxTree
-from ..pruning import prune
-from ..step import Step
-from ..tokens import DEFAULT_ENCODING, _encode, _token_bytes, line_token_counts
-from .base import Output
+from lrlib.core.axtree import AxTree
+from lrlib.core.pruning import prune
+from lrlib.core.step import Step
+from lrlib.core.tokens import DEFAULT_ENCODING, _encode, _token_bytes, line_token_counts
+from lrlib.reducers.base import Output
 
 
 def query_of(step: Step) -> str:
@@ -181,7 +181,7 @@ def lines_output(
 ) -> Output:
     """An :class:`Output` for a set of 1-based lines, pruned with ``strategy``.
 
-    >>> from lrlib.axtree import parse
+    >>> from lrlib.core.axtree import parse
     >>> lines_output(parse("a\\n\\t[1] b\\n\\t[2] c"), [3], "structure").text
     'a\\n\\t[2] c'
     """

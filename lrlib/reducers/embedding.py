@@ -4,14 +4,14 @@ The tree is cut into chunks of 100 tokens with 10 tokens shared by neighbours
 (:mod:`~lrlib.reducers.chunking`); the query is the goal followed by the action history; the
 chunks with the highest cosine similarity (dot product of L2-normalised embeddings) to the
 query are kept, 10 by default, and shown in page order (``order="score"``: best first).
-Embeddings come from :mod:`lrlib.embeddings` (offline e5 by default, OpenAI's
+Embeddings come from :mod:`lrlib.reducers.embeddings` (offline e5 by default, OpenAI's
 ``text-embedding-3-small`` as in the paper with ``backend="openai"``) and are cached on disk.
 
 ``extra`` reports the embedding cache's hits and misses and ``cold_latency_s``: the latency
 the step would have had with nothing cached (the vectors' recorded compute time replaces
 the time spent reading them from the cache).
 
->>> from lrlib.embeddings import normalise
+>>> from lrlib.reducers.embeddings import normalise
 >>> class Bag:  # a toy embedder: counts of a few words
 ...     model = "bag"
 ...     def embed(self, texts, kind="passage"):
@@ -31,10 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from ..embeddings import Embedder, get_embedder
-from ..step import Step
-from .base import Output, Reducer, register_reducer
-from .chunking import chunks_of, chunks_output, query_of
+from lrlib.core.step import Step
+from lrlib.reducers.base import Output, Reducer, register_reducer
+from lrlib.reducers.chunking import chunks_of, chunks_output, query_of
+from lrlib.reducers.embeddings import Embedder, get_embedder
 
 
 @register_reducer("embedding")
@@ -43,7 +43,7 @@ class EmbeddingRetriever(Reducer):
 
     ``backend``: ``e5`` (offline) or ``openai``; ``unit``: ``tokens`` (the paper's windows)
     or ``lines`` (whole-line chunks); ``order``: ``page`` or ``score``. Pass ``embedder`` to
-    use any :class:`~lrlib.embeddings.Embedder` (then ``backend`` is ignored).
+    use any :class:`~lrlib.reducers.embeddings.Embedder` (then ``backend`` is ignored).
     """
 
     name = "embedding"

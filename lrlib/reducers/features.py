@@ -12,7 +12,7 @@ and names; none of them is a feature on its own: focus is not read at all, ``dia
 BM25 in [0, 1], at most two goal terms counted), so a name that repeats the goal verbatim
 scores no higher than one naming two of its words.
 
->>> from lrlib.step import Step
+>>> from lrlib.core.step import Step
 >>> tree = "RootWebArea 'Shop'\\n\\t[3] link 'Home'\\n\\t[4] button 'Add to cart'"
 >>> X = line_features(Step(goal="Add a mug to the cart", tree=tree))
 >>> X.shape == (3, len(FEATURES)), bool(X[2, FEATURES.index("bm25_rel")] == 1.0)
@@ -26,11 +26,11 @@ import re
 
 import numpy as np
 
-from ..actions import parse_code
-from ..axtree import AxTree
-from ..step import Step
-from .bm25 import bm25_scores
-from .chunking import query_of
+from lrlib.core.axtree import AxTree
+from lrlib.core.step import Step
+from lrlib.data.actions import parse_code
+from lrlib.reducers.bm25 import bm25_scores
+from lrlib.reducers.chunking import query_of
 
 # role groups: names seen on several sites (ARIA roles and Chromium's internal ones)
 GROUPS: dict[str, frozenset[str]] = {
@@ -179,7 +179,7 @@ def line_names(tree: AxTree) -> list[str]:
     """Each line's name and attributes: no indentation, bid, role, URL or focus (so a goal
     saying "click the button" does not match every button by its role).
 
-    >>> from lrlib.axtree import parse
+    >>> from lrlib.core.axtree import parse
     >>> line_names(parse("[3] link 'Home', url='https://x.example/', focused"))
     ["'Home',"]
     """
@@ -193,7 +193,7 @@ def kids_text(tree: AxTree, names: list[str]) -> list[str]:
     """Text of the first :data:`KIDS` bid-less children and grandchildren of each line (the
     visible label of a container whose own name is empty).
 
-    >>> from lrlib.axtree import parse
+    >>> from lrlib.core.axtree import parse
     >>> t = parse("[1] generic\\n\\tStaticText 'Submit'")
     >>> kids_text(t, line_names(t))[0]
     "'Submit'\\n"

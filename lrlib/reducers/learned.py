@@ -5,7 +5,7 @@ cross-validated, test-split and WorkArena->WebArena figures with intervals). Eve
 the tree gets a probability of being what the next action needs, from the features of
 :mod:`.features` (role group, depth, BM25 of the line and of its children's text against
 goal and history, goal words and numbers, tree distance to the last acted element, ...),
-trained on the target lines of recorded steps (evidence coverage, :mod:`lrlib.metrics`, is
+trained on the target lines of recorded steps (evidence coverage, :mod:`lrlib.eval.metrics`, is
 reported). Kept: lines with ``p >= threshold`` (``threshold * cheap`` for short lines,
 which cost ~10 tokens), at most the best ``max_share`` of the page's lines (a scale-aware
 cap; off in the shipped model, see :func:`keep_from_scores`), the ``min_keep`` best lines of every page, and the
@@ -26,7 +26,7 @@ and checks it. What the scorer still cannot tell apart is an attack *button* fro
 one: on pages where it keeps every button, a planted button is kept too (measured in
 ``benchmarks/bench_generalisation.py``'s report), so it is no security boundary alone.
 
->>> from lrlib.step import Step
+>>> from lrlib.core.step import Step
 >>> tree = "RootWebArea 'Shop'\\n\\t[3] link 'Home'\\n\\t[4] button 'Add to cart'"
 >>> r = get_reducer("learned").reduce(Step(goal="Add a mug to the cart", tree=tree))
 >>> "Add to cart" in r.text
@@ -43,10 +43,10 @@ from typing import Any
 
 import numpy as np
 
-from ..step import Step
-from .base import Output, Reducer, get_reducer, register_reducer  # noqa: F401 (doctest)
-from .chunking import lines_output
-from .features import FEATURES, line_features, rescued_lines, short_lines
+from lrlib.core.step import Step
+from lrlib.reducers.base import Output, Reducer, register_reducer
+from lrlib.reducers.chunking import lines_output
+from lrlib.reducers.features import FEATURES, line_features, rescued_lines, short_lines
 
 MODEL_FILE = Path(__file__).with_name("learned_model.json")
 

@@ -3,7 +3,7 @@
 Step in (goal, history, tree), prompt out (a registered variant, under a retriever view),
 answer parsed (tags or JSON), tree pruned (``remove`` or ``structure``). A tree too long for
 the model's context is asked about in windows that keep the global line numbers
-(:mod:`lrlib.windows`); a window the endpoint still refuses is halved and asked again.
+(:mod:`lrlib.core.windows`); a window the endpoint still refuses is halved and asked again.
 
 Failure policy (``on_failure``), applied to the whole step and recorded in ``failure``:
 an unreadable answer (``parse:<reason>``), a timeout (``timeout``), a prompt that cannot fit
@@ -18,8 +18,8 @@ an unreadable answer (``parse:<reason>``), a timeout (``timeout``), a prompt tha
 The policy is in ``params["on_failure"]`` and, on a failure, ``extra["fallback"]``. Other
 errors (bad key, unknown model, endpoint down after the retries, a cache miss when offline)
 raise: they are set-up problems, not results. With ``sanitize=True`` the retriever reads,
-and the reducer returns, the tree with tag-like page text neutralised (:mod:`lrlib.sanitize`);
-the answer is checked against every text the model was shown (:mod:`lrlib.echo`).
+and the reducer returns, the tree with tag-like page text neutralised (:mod:`lrlib.core.sanitize`);
+the answer is checked against every text the model was shown (:mod:`lrlib.core.echo`).
 
 Answers go through the response cache, so a rerun, or a run with ``offline=True``, replays
 them with no model. In structured mode ``max_ranges`` bounds the JSON schema (at most that
@@ -42,15 +42,15 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..llm import Completion, ContextLengthError, LLMClient, LLMTimeout, Request
-from ..prompts import PromptOptions, get_prompt
-from ..pruning import STRATEGIES, prune
-from ..ranges import AnswerParseError, Selection, parse_answer
-from ..step import Step
-from ..tokens import DEFAULT_ENCODING, count_tokens, truncate_bottom
-from ..views import attach_hidden, get_view, render
-from ..windows import merge, plan_windows, restrict, split_window, window_lines
-from .base import Output, Reducer, Reduction, register_reducer
+from lrlib.core.prompts import PromptOptions, get_prompt
+from lrlib.core.pruning import STRATEGIES, prune
+from lrlib.core.ranges import AnswerParseError, Selection, parse_answer
+from lrlib.core.step import Step
+from lrlib.core.tokens import DEFAULT_ENCODING, count_tokens, truncate_bottom
+from lrlib.core.views import attach_hidden, get_view, render
+from lrlib.core.windows import merge, plan_windows, restrict, split_window, window_lines
+from lrlib.llm.client import Completion, ContextLengthError, LLMClient, LLMTimeout, Request
+from lrlib.reducers.base import Output, Reducer, Reduction, register_reducer
 
 FAILURE_POLICIES = ("full", "truncate", "closed", "fallback:<reducer>")
 CLOSED_NOTICE = (
@@ -70,7 +70,7 @@ class _Failure(Exception):
 class LineRetriever(Reducer):
     """The paper's LLM retriever. See the module docstring for the failure policy.
 
-    ``client`` (an :class:`~lrlib.llm.LLMClient`) or the client options (``model``,
+    ``client`` (an :class:`~lrlib.llm.client.LLMClient`) or the client options (``model``,
     ``base_url``, ``api_key``, ``max_tokens``, ``cache``, ``offline``, ``refresh``, and any
     other :class:`LLMClient` keyword) choose the model; by default the embedded SmolLM2.
     """
@@ -141,7 +141,7 @@ class LineRetriever(Reducer):
         hit = self._seen.get(id(step))
         if hit is not None and hit[0] is step:
             return hit[1]
-        from ..sanitize import sanitize_step
+        from lrlib.core.sanitize import sanitize_step
 
         clean = sanitize_step(step)
         self._seen[id(step)] = (step, clean)
@@ -180,7 +180,7 @@ class LineRetriever(Reducer):
         return [*msgs[:-1], {"role": msgs[-1]["role"], "content": user}]
 
     def request(self, step: Step, window: tuple[int, int] | None = None) -> Request:
-        """The :class:`~lrlib.llm.Request` for ``step`` (or one window of it)."""
+        """The :class:`~lrlib.llm.client.Request` for ``step`` (or one window of it)."""
         return self.client.request(
             self.messages(step, window),
             response_format=self.response_format(len(step.axtree)),
@@ -445,7 +445,7 @@ class LineRetriever(Reducer):
 def _failure_reducer(policy: str, budget: int | None) -> Any:
     """The reducer behind ``fallback:<name>`` (None for the other policies); the error of a
     bad policy lists the valid ones."""
-    from .base import get_reducer, list_reducers
+    from lrlib.reducers.base import get_reducer, list_reducers
 
     if policy in ("full", "closed"):
         return None

@@ -29,7 +29,7 @@ naming two of its words; a line must also be of a kind whose prior and other bon
 the threshold.
 
 The knobs are tuned with grouped cross-validation (leave one task family out, train and
-validation splits only; :func:`~lrlib.reducers.program_tuning.tune`, run by
+validation splits only; :func:`~lrlib.eval.program_tuning.tune`, run by
 ``benchmarks/tune_program.py``) and stored with their provenance in ``program_params.json``
 beside this file; ``threshold`` is the knob swept for the coverage-versus-reduction curve.
 The learned scorer (:mod:`.learned`) is the recommended reducer; this one is its
@@ -50,10 +50,10 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from ..step import Step
-from .base import Output, Reducer, register_reducer
-from .chunking import lines_output
-from .features import (
+from lrlib.core.step import Step
+from lrlib.reducers.base import Output, Reducer, register_reducer
+from lrlib.reducers.chunking import lines_output
+from lrlib.reducers.features import (
     goal_terms,
     history_bids,
     kids_text,

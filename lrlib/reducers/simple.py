@@ -15,9 +15,9 @@ from __future__ import annotations
 import hashlib
 import random
 
-from ..step import Step
-from .base import Output, Reducer, register_reducer
-from .chunking import lines_output
+from lrlib.core.step import Step
+from lrlib.reducers.base import Output, Reducer, register_reducer
+from lrlib.reducers.chunking import lines_output
 
 
 @register_reducer("full")

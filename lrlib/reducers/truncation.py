@@ -27,9 +27,9 @@ from __future__ import annotations
 from bisect import bisect_right
 from itertools import accumulate
 
-from ..step import Step
-from ..tokens import count_tokens, get_encoding, truncate_bottom
-from .base import Output, Reducer, register_reducer
+from lrlib.core.step import Step
+from lrlib.core.tokens import count_tokens, get_encoding, truncate_bottom
+from lrlib.reducers.base import Output, Reducer, register_reducer
 
 DELETED_NOTE = "... Deleted {n} lines to reduce prompt size."  # AgentLab's Trunkater notice
 # GenericAgent's AXTree prompt element (visible-only, coordinates and visible-tag notes off)

@@ -1,0 +1,263 @@
+"""Evidence lines: what the recorded next action needs besides the element it acts on.
+
+Target coverage (:mod:`lrlib.eval.metrics`) asks whether the acted element survived. The agent
+also needs what tells it *which* element to act on and *with what*: the option it picks,
+the label that names a field, the text it reports. :func:`evidence_groups` derives these
+lines from the recorded action and the tree alone, without a model, as **groups**: a
+group is a list of lines any one of which carries the same piece of evidence (the same
+label text may be a heading and its StaticText child); a reduction *covers the evidence*
+when it keeps, verbatim, at least one line of every group.
+
+Groups, per call of the action (line names are compared case-insensitively, whitespace
+collapsed; a *name* is the quoted text after the role, ``[a5] heading 'Quantity'``):
+
+1. **target**: each line carrying a bid the action names (one group per bid found);
+2. **option** (``select_option(bid, value)``): for each value, the ``option`` lines named
+   exactly like it inside the target's subtree, else anywhere in the tree;
+3. **label** (``fill``, ``select_option``, ``clear``, ``check``, ``uncheck``,
+   ``upload_file``): the label of the field when it is its own line. Scope: the lines
+   *before* the target inside the subtree of its grandparent, outside the target's own
+   subtree. A named field's label lines are the non-interactive lines of the scope named
+   exactly like the field; an unnamed field's label is the nearest such ``LabelText``,
+   ``label``, ``StaticText`` or ``heading`` line with a name;
+4. **name carrier** (a targeted element other than a field (textbox, combobox...) without
+   a name of its own, e.g. ``[a7] button ''`` over ``StaticText 'Save'``): the first line
+   of its subtree whose name has a letter or digit;
+5. **choice group** (a targeted ``radio``, ``checkbox``, ``option``... other than by
+   ``select_option``): the question the choice answers. The nearest of its four closest
+   ancestors that is a ``radiogroup``, ``group``, ``listbox``, ``menu`` or ``combobox``:
+   when it has a name, that line or a label line before the target whose name its name
+   contains (``heading 'Choose the colour'`` for ``radiogroup 'Mandatory ... Choose the
+   colour'``); when unnamed, the first named ``Legend``/label line inside it before the
+   target;
+6. **answer** (``send_msg_to_user(text)``, ``report_infeasible(text)``): for each distinct
+   line name that occurs in the text as a whole word sequence and is specific (3+
+   characters with a digit, an ``@``, two words, or at least 8 characters; it is not in the goal, so restated
+   goal words do not count; it is not part of a longer matched name), the lines with that
+   name; and, for an answer of at most 60 characters, the lines whose name contains it.
+
+Names made only of icon-font escapes (``'\\uf137'``) do not count as text.
+
+A step has *evidence* when it has at least one group; steps whose action names a bid the
+tree lacks are ``missing``, as for target coverage. The dataset stores the groups of each
+step in ``evidence_lines`` (computed by the importer with this module).
+
+>>> tree = ("RootWebArea 'Order'\\n\\t[a3] LabelText ''\\n\\t\\t[a5] heading 'Quantity'\\n"
+...         "\\t[a7] combobox 'Quantity' value='1'\\n\\t\\t[a8] option '1'\\n\\t\\t[a9] option '2'")
+>>> evidence_groups(tree, "select_option('a7', '2')")
+[[4], [6], [3]]
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from functools import lru_cache
+from typing import Any
+
+from lrlib.core.axtree import AxTree, parse
+
+_NAME = re.compile(r"^\s*(?:\[[^\]]*\]\s*)?[A-Za-z][\w-]*\s+'(.*?)'(?=,|\s*$|\s+\w+=)")
+_SPACE = re.compile(r"\s+")
+_ICON = re.compile(r"\\u[0-9a-f]{4}")
+LABEL_ACTIONS = frozenset({"fill", "select_option", "clear", "check", "uncheck", "upload_file"})
+ANSWER_ACTIONS = frozenset({"send_msg_to_user", "report_infeasible"})
+LABEL_ROLES = frozenset({"LabelText", "label", "StaticText", "heading"})
+INTERACTIVE = frozenset(
+    {"textbox", "combobox", "searchbox", "spinbutton", "button", "link", "option", "checkbox",
+     "radio", "menuitem", "tab", "listbox", "switch", "slider"}
+)  # fmt: skip
+ANSWER_CONTAINS_MAX = 60
+
+
+def _norm(text: str) -> str:
+    return _SPACE.sub(" ", text).strip().casefold()
+
+
+def line_name(text: str) -> str:
+    """The quoted name of a tree line, normalised ('' when it has none).
+
+    >>> line_name("\\t[a5] heading 'Quantity  Ordered', level=2"), line_name("[3] row ''")
+    ('quantity ordered', '')
+    """
+    m = _NAME.match(text)
+    return _norm(m.group(1)) if m else ""
+
+
+def calls(action: str | None) -> list[tuple[str, list[Any]]]:
+    """(function, literal arguments) of each call of a canonical action ([] if unreadable).
+
+    >>> calls("select_option('a7', ['1', '2'])\\nclick('4')")
+    [('select_option', ['a7', ['1', '2']]), ('click', ['4'])]
+    """
+    if not action:
+        return []
+    try:
+        body = ast.parse(action, mode="exec").body
+        out = []
+        for stmt in body:
+            call = stmt.value  # type: ignore[attr-defined]
+            args = [ast.literal_eval(a) for a in call.args]
+            args += [ast.literal_eval(k.value) for k in call.keywords]
+            out.append((call.func.id, args))
+        return out
+    except (SyntaxError, ValueError, TypeError, AttributeError, MemoryError, RecursionError):
+        return []
+
+
+class _Tree:
+    """Names and subtree spans of a parsed tree, computed once per step."""
+
+    def __init__(self, tree: AxTree) -> None:
+        self.tree = tree
+        self.names = [line_name(t) for t in tree.texts]
+        n = len(tree)
+        self.end = list(range(1, n + 1))  # 1-based last line of each line's subtree
+        for i in range(n - 1, -1, -1):
+            p = tree.parents[i]
+            if p >= 0:
+                self.end[p] = max(self.end[p], self.end[i])
+
+    def subtree(self, line: int) -> range:
+        return range(line, self.end[line - 1] + 1)
+
+
+def _options(t: _Tree, target: int, values: list[str]) -> list[list[int]]:
+    groups = []
+    roles = t.tree.roles
+    for value in values:
+        want = _norm(str(value))
+        inside = [
+            n for n in t.subtree(target) if roles[n - 1] == "option" and t.names[n - 1] == want
+        ]
+        anywhere = inside or [
+            n
+            for n in range(1, len(t.tree) + 1)
+            if roles[n - 1] == "option" and t.names[n - 1] == want
+        ]
+        if anywhere:
+            groups.append(anywhere)
+    return groups
+
+
+def _label(t: _Tree, target: int) -> list[int]:
+    ancestors = t.tree.ancestors(target)
+    scope_root = ancestors[1] if len(ancestors) > 1 else (ancestors[0] if ancestors else 1)
+    before = [n for n in t.subtree(scope_root) if n < target]
+    roles, name = t.tree.roles, t.names[target - 1]
+    if name:
+        return [n for n in before if t.names[n - 1] == name and roles[n - 1] not in INTERACTIVE]
+    for n in reversed(before):
+        if roles[n - 1] in LABEL_ROLES and t.names[n - 1]:
+            return [n]
+    return []
+
+
+FIELDS = frozenset({"combobox", "listbox", "textbox", "searchbox", "spinbutton"})
+CHOICES = frozenset({"radio", "checkbox", "option", "menuitemradio", "menuitemcheckbox", "switch"})
+GROUPS = frozenset({"radiogroup", "group", "listbox", "menu", "combobox"})
+GROUP_DEPTH = 4  # ancestors searched for a choice's group
+
+
+def _group(t: _Tree, target: int) -> list[int]:
+    """The question a choice answers: its nearest named choice-group ancestor (plus the
+    label lines before the target that its name repeats), or, for an unnamed group, the
+    first named label line inside it before the target."""
+    roles = t.tree.roles
+    group = next((a for a in t.tree.ancestors(target)[:GROUP_DEPTH] if roles[a - 1] in GROUPS), 0)
+    if not group:
+        return []
+    name = t.names[group - 1]
+    if _has_text(name):
+        parent = t.tree.ancestors(group)[:1] or [group]
+        same = [n for n in t.subtree(parent[0]) if n < target and n != group
+                and roles[n - 1] in LABEL_ROLES | {"Legend"} and t.names[n - 1]
+                and t.names[n - 1] in name]  # fmt: skip
+        return [group, *same]
+    for n in t.subtree(group):
+        if n < target and roles[n - 1] in LABEL_ROLES | {"Legend"} and _has_text(t.names[n - 1]):
+            return [n]
+    return []
+
+
+def _carrier(t: _Tree, target: int) -> list[int]:
+    if _has_text(t.names[target - 1]) or t.tree.roles[target - 1] in FIELDS:
+        return []  # a field's children are its value or options, not its name
+    for n in t.subtree(target):
+        if n != target and _has_text(t.names[n - 1]):
+            return [n]
+    return []
+
+
+def _specific(name: str) -> bool:
+    """A name specific enough to be reported evidence: 3+ characters with a digit, an
+    ``@``, two words, or a long word (a list number '1' or a column title 'sales' is not)."""
+    has_digit = any(c.isdigit() for c in name) and len(name) >= 3
+    return has_digit or "@" in name or " " in name or len(name) >= 8
+
+
+def _has_text(name: str) -> bool:
+    """True when a name has a letter or digit once icon escapes (``\\uf137``) are removed."""
+    return any(c.isalnum() for c in _ICON.sub("", name))
+
+
+def _answer(t: _Tree, text: str, goal: str) -> list[list[int]]:
+    answer, goal = _norm(text), _norm(goal)
+    if not answer:
+        return []
+    matched: dict[str, list[int]] = {}
+    for n, name in enumerate(t.names, 1):
+        if not _has_text(name):
+            continue
+        hit = (
+            _specific(name)
+            and name not in goal
+            and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", answer)
+        )
+        if hit or (len(answer) <= ANSWER_CONTAINS_MAX and answer in name):
+            matched.setdefault(name, []).append(n)
+    names = list(matched)
+    return [matched[a] for a in names if not any(a != b and a in b for b in names)]
+
+
+@lru_cache(maxsize=1024)
+def _groups(tree: AxTree, action: str, goal: str) -> tuple[tuple[int, ...], ...]:
+    t = _Tree(tree)
+    out: list[list[int]] = []
+    for name, args in calls(action):
+        bids = [str(a) for a in args[:1] if isinstance(a, str | int) and not isinstance(a, bool)]
+        if name == "drag_and_drop" and len(args) > 1:
+            bids.append(str(args[1]))
+        targets = [tree.line_of(b) for b in bids] if name not in ANSWER_ACTIONS else []
+        targets = [n for n in targets if n is not None]
+        out += [[n] for n in targets]
+        for target in targets:
+            if name == "select_option" and len(args) > 1:
+                values = args[1] if isinstance(args[1], list | tuple) else [args[1]]
+                out += _options(t, target, [str(v) for v in values])
+            if name in LABEL_ACTIONS:
+                out.append(_label(t, target))
+            out.append(_carrier(t, target))
+            if tree.roles[target - 1] in CHOICES and name != "select_option":
+                out.append(_group(t, target))
+        if name in ANSWER_ACTIONS and args and isinstance(args[0], str):
+            out += _answer(t, args[0], goal)
+    seen: list[tuple[int, ...]] = []
+    for g in out:
+        key = tuple(sorted(set(g)))
+        if key and key not in seen:
+            seen.append(key)
+    return tuple(seen)
+
+
+def evidence_groups(tree: str | AxTree, action: str | None, goal: str = "") -> list[list[int]]:
+    """The evidence groups (1-based line numbers) of ``action`` on ``tree`` (module doc).
+
+    >>> evidence_groups("[1] textbox 'Name'", "fill('1', 'Bob')")
+    [[1]]
+    >>> evidence_groups("StaticText 'Total'\\n\\tStaticText '$65.32'\\n[2] link 'Orders'",
+    ...                 "send_msg_to_user('The total is $65.32')", goal="total cost?")
+    [[2]]
+    """
+    tree = parse(tree) if isinstance(tree, str) else tree
+    return [list(g) for g in _groups(tree, action or "", goal or "")]

@@ -1,0 +1,385 @@
+"""Evaluate reducers offline on recorded steps: one tidy row per step and reducer.
+
+:func:`evaluate` runs every reducer on every step and measures each result with
+:mod:`lrlib.eval.metrics` (token/char/line reduction, target coverage), adding the step's
+metadata (episode, task, split, success) and provenance (lrlib version, git commit, model,
+prompt name and hash, reducer parameters). What is expensive is cached where it is
+computed: embedding vectors on disk (:mod:`lrlib.reducers.embeddings`), LLM answers in the
+LineRetriever's response cache, per-line token counts in memory; re-running an evaluation
+therefore only redoes the cheap reducers.
+
+:func:`sweep` varies one knob of one reducer (a budget, a keep ratio, a top-k) and returns
+a coverage-versus-reduction curve; :func:`curves` does so for every reducer in
+:data:`KNOBS`.
+
+Reducers are given as names, as specs ``"name:key=value,key=value"`` (values read as
+Python literals when they can be), as :class:`~lrlib.reducers.Reducer` objects, or as a
+mapping label -> any of those.
+
+>>> from lrlib.core.step import Step
+>>> steps = [Step(goal="Buy", tree="RootWebArea 'Shop'\\n\\t[4] button 'Buy'", target_bids=("4",),
+...               step_id="s1")]
+>>> frame = evaluate(["full", "truncate:budget=6"], steps, progress=False)
+>>> frame[["reducer", "covered", "reduction"]].round(2).values.tolist()
+[['full', True, 0.0], ['truncate:budget=6', False, 0.57]]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from lrlib import runinfo
+from lrlib.core.step import Step
+from lrlib.eval import intervals, metrics
+from lrlib.reducers import Reducer, get_reducer
+
+# reducer -> (knob, values swept by default) for coverage-vs-reduction curves
+KNOBS: dict[str, tuple[str, tuple]] = {
+    "truncate": ("budget", (250, 500, 1000, 2000, 3000, 4000, 6000, 8000, 16000)),
+    "truncate-agentlab": ("max_prompt_tokens", (1500, 2000, 3000, 4000, 5000, 7000, 9000, 17000)),
+    "random": ("keep_ratio", (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9)),
+    "embedding": ("top_k", (1, 2, 5, 10, 20, 40)),
+    "bm25": ("top_k", (5, 10, 20, 40, 80, 160)),
+    "bm25:unit=chunks": ("top_k", (1, 2, 5, 10, 20, 40)),
+    "program": ("threshold", (-3.0, -2.0, -1.0, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)),
+    "learned": ("threshold", (0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7)),
+}
+CURVE_BOOT = 1000  # bootstrap replicates per curve point (a curve has up to ten points)
+_CI_SUFFIXES = ("_lo", "_hi", "_n", "_episodes")
+DEFAULT_REDUCERS = (
+    "full",
+    "truncate",
+    "truncate-agentlab",
+    "random",
+    "oracle",
+    "bm25",
+    "bm25:unit=chunks",
+    "embedding",
+    "program",
+)
+META = ("episode", "benchmark", "task", "family", "step", "split", "episode_success",
+        "episode_reward")  # fmt: skip
+
+
+def all_reducers(llm: bool = False) -> list[str]:
+    """:data:`DEFAULT_REDUCERS` plus every other registered reducer (a newly registered one
+    such as a learned scorer joins every results table this way); LLM reducers
+    (``lineretriever``) only with ``llm``, since they are replayed from a cache instead.
+
+    >>> names = all_reducers()
+    >>> names[: len(DEFAULT_REDUCERS)] == list(DEFAULT_REDUCERS), "lineretriever" in names
+    (True, False)
+    """
+    from lrlib.reducers import list_reducers
+    from lrlib.report.plots import LLM_REDUCERS
+
+    out = list(DEFAULT_REDUCERS)
+    named = {parse_spec(s)[0] for s in out}
+    out += [n for n in list_reducers() if n not in named and (llm or n not in LLM_REDUCERS)]
+    return out
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``"name:key=value,..."`` -> (name, params); values are Python literals or strings.
+
+    >>> parse_spec("truncate:budget=500")
+    ('truncate', {'budget': 500})
+    >>> parse_spec("bm25:unit=chunks,top_k=5")
+    ('bm25', {'unit': 'chunks', 'top_k': 5})
+    """
+    name, _, rest = spec.partition(":")
+    params: dict[str, Any] = {}
+    for item in filter(None, (p.strip() for p in rest.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"bad reducer parameter {item!r} in {spec!r}; expected key=value")
+        try:
+            params[key.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            params[key.strip()] = value.strip()
+    return name.strip(), params
+
+
+def resolve(reducers: Any) -> dict[str, Reducer]:
+    """Normalise the ``reducers`` argument to an ordered mapping label -> Reducer.
+
+    >>> list(resolve(["full", "random:keep_ratio=0.5"]))
+    ['full', 'random:keep_ratio=0.5']
+    """
+    if isinstance(reducers, str | Reducer):
+        reducers = [reducers]
+    items = reducers.items() if isinstance(reducers, Mapping) else [(None, r) for r in reducers]
+    out: dict[str, Reducer] = {}
+    for label, r in items:
+        if isinstance(r, str):
+            name, params = parse_spec(r)
+            reducer, label = get_reducer(name, **params), label or r
+        elif isinstance(r, Reducer):
+            reducer, label = r, label or r.name
+        else:
+            raise TypeError(f"a reducer is a name, a spec or a Reducer, not {type(r).__name__}")
+        if label in out:
+            raise ValueError(f"two reducers are labelled {label!r}; pass a mapping of labels")
+        out[label] = reducer
+    return out
+
+
+def as_steps(steps: Any) -> list[Step]:
+    """Steps from a list of :class:`Step` or a frame of :func:`lrlib.load_observations`."""
+    if hasattr(steps, "iterrows"):
+        return [Step.from_row(row) for row in steps.to_dict("records")]
+    return list(steps)
+
+
+def reducer_provenance(reducer: Reducer) -> dict[str, Any]:
+    """Model, prompt name and prompt hash of a reducer (None where it has none).
+
+    A reducer may define ``provenance()`` returning these keys; otherwise they are read
+    from its parameters or attributes (``model``, ``prompt``, ``prompt_hash``).
+
+    >>> reducer_provenance(get_reducer("full"))
+    {'model': None, 'prompt': None, 'prompt_hash': None}
+    """
+    own = getattr(reducer, "provenance", None)
+    info = dict(own()) if callable(own) else {}
+    params = reducer.params
+    aliases = {
+        "model": ("model",),
+        "prompt": ("prompt", "prompt_name"),
+        "prompt_hash": ("prompt_hash", "fingerprint"),
+    }
+    for key, names in aliases.items():
+        for name in names:
+            if info.get(key) is None:
+                info[key] = _plain(params.get(name, getattr(reducer, name, None)))
+    return {k: info.get(k) for k in aliases}
+
+
+def _plain(value: Any) -> Any:
+    """A recordable form of a model/prompt value (objects give their ``name``/``model``)."""
+    if value is None or isinstance(value, str | int | float):
+        return value
+    for attr in ("name", "model"):
+        inner = getattr(value, attr, None)
+        if isinstance(inner, str):
+            return inner
+    return None if callable(value) else str(value)
+
+
+def _row(step: Step, label: str, reducer: Reducer, result, base: dict) -> dict[str, Any]:
+    row: dict[str, Any] = {"step_id": step.step_id}
+    row.update({k: step.meta.get(k) for k in META})
+    for k in ("episode", "benchmark", "family"):  # the Step's own grouping fields win
+        row[k] = getattr(step, k, "") or row[k]
+    if not row["episode"]:  # a hand-made step is its own episode for the bootstrap
+        row["episode"] = step.step_id
+    row.update(reducer=label, reducer_name=reducer.name)
+    row.update(
+        metrics.step_metrics(
+            step, result.text, result.kept, result.stubs, result.tokens_before, result.tokens_after
+        )
+    )
+    extra = result.extra or {}
+    row["latency_s"] = result.latency_s
+    row["cold_latency_s"] = extra.get("cold_latency_s", result.latency_s)
+    row["failure"] = result.failure
+    row["on_failure"] = (result.params or {}).get("on_failure")  # what a failure lets through
+    usage = result.usage or {}
+    for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
+        row[f"usage_{key}"] = usage.get(key)
+    for key, value in usage.items():  # whatever else the reducer reports (cached tokens...)
+        if isinstance(value, int | float | str | bool):
+            row.setdefault(f"usage_{key}", value)
+    row["cache_hit"] = extra.get("cache_hit")
+    row.update(base)
+    return row
+
+
+def evaluate(reducers: Any, steps: Any, progress: bool = True) -> Any:
+    """Run ``reducers`` on ``steps``; a DataFrame with one row per (step, reducer).
+
+    ``steps``: a list of :class:`~lrlib.core.step.Step` or an observations frame. Columns: the
+    step's metadata (:data:`META`), ``reducer`` (label), the measures of
+    :func:`lrlib.eval.metrics.step_metrics`, latency (``cold_latency_s``: as if nothing were
+    cached), failures, token usage, and provenance (``lrlib_version``, ``git_commit``,
+    ``created``, ``model``, ``prompt``, ``prompt_hash``, ``params`` as JSON).
+    """
+    import pandas as pd
+    from tqdm.auto import tqdm
+
+    table, steps = resolve(reducers), as_steps(steps)
+    bases = {}
+    for label, reducer in table.items():
+        prov = runinfo.provenance(**reducer_provenance(reducer))
+        prov["params"] = json.dumps(reducer.params, sort_keys=True, default=str)
+        bases[label] = prov
+    rows = []
+    with tqdm(
+        total=len(steps) * len(table), disable=not progress, unit="step", desc="evaluate"
+    ) as bar:
+        for label, reducer in table.items():
+            bar.set_postfix_str(label)
+            for step in steps:
+                rows.append(_row(step, label, reducer, reducer.reduce(step), bases[label]))
+                bar.update()
+    return pd.DataFrame(rows)
+
+
+def sweep(
+    reducer: str, knob: str, values: Iterable[Any], steps: Any, progress: bool = True, **fixed: Any
+) -> Any:
+    """Coverage against reduction while ``knob`` of ``reducer`` takes each of ``values``.
+
+    ``reducer`` is a name or spec; ``fixed`` adds parameters. One row per value with the
+    summary of :func:`lrlib.eval.metrics.summarize` (``knob``, ``value``, ``median_reduction``,
+    ``coverage``, ``coverage_success``, ``evidence_coverage``...) and the episode-bootstrap
+    intervals of :func:`lrlib.eval.intervals.summary` (``reduction_lo``/``_hi``,
+    ``coverage_lo``/``_hi``, ``evidence_lo``/``_hi``, each with its n).
+
+    >>> from lrlib.core.step import Step
+    >>> s = [Step(goal="g", tree="[1] link 'a'\\n[2] link 'b'", target_bids=("2",), step_id="x")]
+    >>> curve = sweep("truncate", "budget", [3, 100], s, progress=False)
+    >>> [(int(r.value), float(r.coverage)) for r in curve.itertuples()]
+    [(3, 0.0), (100, 1.0)]
+    """
+    import pandas as pd
+
+    name, params = parse_spec(reducer)
+    steps = as_steps(steps)
+    rows = []
+    for value in values:
+        r = get_reducer(name, **{**params, **fixed, knob: value})
+        frame = evaluate({reducer: r}, steps, progress=progress)
+        summary = metrics.summarize(frame).iloc[0].to_dict()
+        ci = intervals.summary(frame, n_boot=CURVE_BOOT).iloc[0].to_dict()
+        summary.update({k: v for k, v in ci.items() if k.endswith(_CI_SUFFIXES)})
+        rows.append(
+            {
+                "reducer": reducer,
+                "knob": knob,
+                "value": value,
+                **summary,
+                "params": json.dumps(r.params, sort_keys=True, default=str),
+            }
+        )
+    out = pd.DataFrame(rows)
+    return out[
+        [
+            "reducer",
+            "knob",
+            "value",
+            *[c for c in out.columns if c not in ("reducer", "knob", "value")],
+        ]
+    ]
+
+
+def curves(steps: Any, reducers: Sequence[str] | None = None, progress: bool = True) -> Any:
+    """:func:`sweep` over the default values of :data:`KNOBS` for every reducer with a knob."""
+    import pandas as pd
+
+    steps = as_steps(steps)
+    names = list(reducers) if reducers is not None else list(KNOBS)
+    frames = []
+    for spec in names:
+        if spec not in KNOBS:
+            raise KeyError(f"no knob known for {spec!r}; reducers with knobs: {', '.join(KNOBS)}")
+        knob, values = KNOBS[spec]
+        frames.append(sweep(spec, knob, values, steps, progress=progress))
+    return pd.concat(frames, ignore_index=True)
+
+
+def markdown_table(frame, floats: str = "{:.3f}") -> str:
+    """A DataFrame as a GitHub markdown table (no extra dependency).
+
+    >>> import pandas as pd
+    >>> print(markdown_table(pd.DataFrame({"a": [1], "b": [0.5]})))
+    | a | b |
+    |---|---|
+    | 1 | 0.500 |
+    """
+    cols = [str(c) for c in frame.columns]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    for row in frame.itertuples(index=False):
+        cells = [floats.format(v) if isinstance(v, float) else str(v) for v in row]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+# ---- command line: ``lrlib evaluate`` ------------------------------------------------
+
+
+def add_step_arguments(parser: argparse.ArgumentParser, example: str) -> None:
+    """``--reducers`` (specs separated by ';', e.g. ``example``), ``--split``, ``--benchmark``:
+    the options shared by the commands that run reducers over recorded steps."""
+    parser.add_argument(
+        "--reducers",
+        default=";".join(DEFAULT_REDUCERS),
+        help=f"reducer specs separated by ';' (e.g. '{example}')",
+    )
+    parser.add_argument("--split", default=None, help="train, validation or test")
+    parser.add_argument("--benchmark", default=None, help="only steps of this benchmark")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``lrlib evaluate``."""
+    add_step_arguments(parser, "full;truncate:budget=500")
+    parser.set_defaults(split="validation")  # its vectors ship in the pack: nothing to embed
+    parser.add_argument("--limit", type=int, default=None, help="at most this many steps")
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="where to write the per-step frame (.csv/.csv.gz; default: "
+        ".lrlib/results/evaluation[-<split>].csv.gz, see lrlib.paths.results_dir)",
+    )
+    parser.add_argument(
+        "--curves",
+        action="store_true",
+        help="also sweep each reducer's knob and write the curves next to it",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def plan(args: argparse.Namespace) -> str:
+    """``lrlib evaluate``'s first line: what it computes; the slow part named up front."""
+    from lrlib.data import dataset as data
+
+    n = len(data.load_steps(split=args.split, benchmark=args.benchmark, limit=args.limit))
+    specs = [s.strip() for s in args.reducers.split(";") if s.strip()]
+    line = f"{len(specs)} reducers x {n} steps of the {args.split or 'every'} split"
+    if args.split != "validation" and any(s.startswith("embedding") for s in specs):
+        line += f"; 'embedding' computes e5 vectors live (not in the pack): ~{n * 2.4 / 60:.0f} min"
+    return line + (" and their knob sweeps" if args.curves else "")
+
+
+def run(args: argparse.Namespace) -> int:
+    """``lrlib evaluate``: evaluate, write the frame, print the summary table."""
+    from pathlib import Path
+
+    from lrlib import paths
+    from lrlib.data import dataset as data
+
+    steps = data.load_steps(split=args.split, benchmark=args.benchmark, limit=args.limit)
+    specs = [s.strip() for s in args.reducers.split(";") if s.strip()]
+    frame = evaluate(specs, steps, progress=not args.no_progress)
+    suffix = f"-{args.split}" if args.split else ""
+    out = Path(args.out) if args.out else paths.results_dir() / f"evaluation{suffix}.csv.gz"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(out, index=False)
+    from lrlib.report.tables import interval_table
+
+    print(markdown_table(interval_table(frame)))
+    print(f"\n{len(steps)} steps; per-step rows written to {out}")
+    if args.curves:
+        knobbed = [s for s in specs if s in KNOBS]
+        table = curves(steps, knobbed, progress=not args.no_progress)
+        name = out.name
+        path = out.with_name(
+            name.replace("evaluation", "curves", 1) if "evaluation" in name else f"curves-{name}"
+        )
+        table.to_csv(path, index=False)
+        print(f"curves for {', '.join(knobbed)} written to {path}")
+    return 0

@@ -1,0 +1,511 @@
+"""LineRetriever in the notebooks: cached answers replayed offline, or a live endpoint.
+
+Two modes, decided from the environment (:func:`offline`):
+
+- **offline** (the default when no endpoint is configured, and in quick mode): the
+  answers come from the response cache in ``data/cache`` and nothing else. A step without a
+  cached answer is **skipped and counted** (:class:`RetrieverRun` says how many), never sent
+  to a model behind the user's back.
+- **live**: ``OPENAI_BASE_URL`` and/or ``OPENAI_API_KEY`` (plus ``LRLIB_MODEL``) name an
+  endpoint, or ``LRLIB_OFFLINE=0`` allows the embedded SmolLM2 to run: missing answers are
+  asked for (concurrently) and cached, so the next run replays them. ``LRLIB_OFFLINE=1``
+  forces replay even with an endpoint configured.
+
+The retriever runs in :data:`lrlib.report.run.DEFAULT_CONFIG` (whose answers ship in the cache)
+unless a notebook overrides an option; results always carry the model that produced them.
+
+>>> import os; os.environ["LRLIB_OFFLINE"] = "1"
+>>> offline(), mode()
+(True, 'replayed from the response cache (offline)')
+>>> del os.environ["LRLIB_OFFLINE"]
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from itertools import product
+from typing import TYPE_CHECKING, Any
+
+from lrlib.core.step import Step
+from lrlib.reducers.base import Reducer, Reduction
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+OFFLINE_ENV = "LRLIB_OFFLINE"
+ENDPOINT_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY")
+THINK_MAX_TOKENS = 384  # room for a <think> block when an ablation turns thinking on
+NO_ANSWER = "offline:no_cached_answer"
+EMPTY_COLUMNS = [
+    "step_id",
+    "reducer",
+    "tokens_before",
+    "tokens_after",
+    "reduction",
+    "reduction_chars",
+    "reduction_lines",
+    "target_status",
+    "covered",
+    "covered_visible",
+    "episode_success",
+    "latency_s",
+    "failure",
+    "usage_prompt_tokens",
+    "usage_completion_tokens",
+    "retriever_prompt_tokens",
+    "retriever_output_tokens",
+    "output_tokens",
+]
+
+
+def offline() -> bool:
+    """True unless answers may be requested. ``LRLIB_OFFLINE=1``/``0`` decides when set;
+    otherwise a quick run (``LRLIB_QUICK=1``) is offline, and a full run is live exactly
+    when an endpoint is configured (``OPENAI_BASE_URL`` or ``OPENAI_API_KEY``).
+
+    >>> os.environ["LRLIB_OFFLINE"] = "0"; offline()
+    False
+    >>> del os.environ["LRLIB_OFFLINE"]
+    """
+    from lrlib.report.figures import quick_mode
+
+    flag = os.environ.get(OFFLINE_ENV, "").strip().lower()
+    if flag in ("1", "true", "yes", "on"):
+        return True
+    if flag in ("0", "false", "no", "off"):
+        return False
+    if quick_mode():
+        return True
+    return not any(os.environ.get(v, "").strip() for v in ENDPOINT_ENV)
+
+
+def mode() -> str:
+    """How answers are obtained, in words (for notes and titles)."""
+    if offline():
+        return "replayed from the response cache (offline)"
+    from lrlib.llm.client import Endpoint
+
+    return f"live ({Endpoint.resolve().kind} endpoint), answers cached"
+
+
+def model_name() -> str:
+    """The retriever model the notebooks use: ``LRLIB_MODEL``/``OPENAI_MODEL`` with an
+    endpoint, else the embedded SmolLM2-135M-Instruct.
+
+    >>> model_name()
+    'SmolLM2-135M-Instruct.Q4_1'
+    """
+    from lrlib.llm.client import Endpoint
+
+    return Endpoint.resolve().model
+
+
+def describe(reducer: str) -> str:
+    """A title for results of ``reducer``: LLM reducers name their model and mode.
+
+    >>> describe("bm25")
+    'bm25'
+    """
+    if reducer.split("+")[0] == "lineretriever":
+        return f"{reducer} - retriever model {model_name()}, {mode()}"
+    return reducer
+
+
+def lineretriever(
+    prompt: str | None = None, strategy: str = "structure", answer: str = "tags", **overrides: Any
+) -> Reducer:
+    """LineRetriever in the notebooks' configuration (``run.DEFAULT_CONFIG``), offline or
+    live as :func:`offline` decides; ``overrides`` change any reducer option. With an
+    endpoint configured the model is the one it names (``LRLIB_MODEL``), not the pinned
+    embedded model whose answers ship in the cache.
+
+    >>> lineretriever(strategy="remove").params["strategy"]
+    'remove'
+    """
+    from lrlib.report.run import default_reducer
+
+    options: dict[str, Any] = {"strategy": strategy, "offline": offline()}
+    if any(os.environ.get(v, "").strip() for v in ENDPOINT_ENV):
+        options["model"] = model_name()
+    options.update(overrides)
+    if prompt is not None:
+        options["prompt"] = prompt
+    return default_reducer(answer, **options)
+
+
+def default_steps(limit: int | None = None) -> list[Step]:
+    """The fixed default selection of validation steps (``lrlib.report.run.default_steps``), whose
+    answers ship in the cache; the first ``limit`` of them if given."""
+    from lrlib.report.run import DEFAULT_N_STEPS
+    from lrlib.report.run import default_steps as chosen
+
+    return chosen(n=limit if limit is not None else DEFAULT_N_STEPS)
+
+
+def has_answers(reducer: Reducer, step: Step) -> bool:
+    """True when the cache holds every answer ``reducer`` needs for ``step`` (no network)."""
+    client = getattr(reducer, "client", None)
+    if client is None:
+        return True
+    try:
+        windows = reducer.plan(step)  # type: ignore[attr-defined]
+    except Exception:
+        return False
+    return bool(windows) and all(
+        client.cached(reducer.request(step, w)) is not None  # type: ignore[attr-defined]
+        for w in windows
+    )
+
+
+def safe_reduce(reducer: Reducer, step: Step) -> Reduction:
+    """``reducer.reduce(step)``; offline with no cached answer, a labelled full-tree fallback
+    (``failure="offline:no_cached_answer"``) instead of an error.
+
+    >>> from lrlib.reducers import get_reducer
+    >>> s = Step(goal="g", tree="a\\nb")
+    >>> safe_reduce(get_reducer("full"), s).failure is None
+    True
+    """
+    from lrlib.core.tokens import count_lines
+    from lrlib.llm.client import CacheMissError
+
+    try:
+        return reducer.reduce(step)
+    except CacheMissError:
+        tree = step.axtree
+        n = count_lines(tree.texts)
+        return Reduction(
+            reducer.name,
+            step.step_id,
+            tree.text,
+            list(range(1, len(tree) + 1)),
+            n,
+            n,
+            0.0,
+            reducer.params,
+            failure=NO_ANSWER,
+            extra={"fallback": "full", "answers": []},
+        )
+
+
+def embedding_keys(reducer: Reducer, steps: Sequence[Step]) -> list[set[str]]:
+    """For an embedding reducer: the cache keys of each step's vectors (its query and every
+    chunk); empty sets for reducers that embed nothing."""
+    from lrlib.reducers.chunking import chunks_of, query_of
+    from lrlib.reducers.embeddings import CachedEmbedder
+
+    embedder = getattr(reducer, "embedder", None)
+    if not isinstance(embedder, CachedEmbedder):
+        return [set() for _ in steps]
+    out = []
+    for step in steps:
+        chunks = chunks_of(step.axtree, reducer.unit, reducer.size, reducer.overlap,  # type: ignore[attr-defined]
+                           reducer.encoding)  # fmt: skip
+        keys = {embedder.key(query_of(step) or " ", "query")}
+        out.append(keys | {embedder.key(c.text, "passage") for c in chunks})
+    return out
+
+
+def embeddings_cached(reducer: Reducer, steps: Sequence[Step]) -> list[bool]:
+    """For an embedding reducer: whether the vectors of each step are all in the reducer's
+    cache (seeded from the shipped pack), read without computing anything. Other reducers
+    need nothing cached: all True."""
+    wanted = embedding_keys(reducer, steps)
+    if not any(wanted):
+        return [True] * len(steps)
+    found = reducer.embedder.cached(set().union(*wanted))  # type: ignore[attr-defined]
+    return [keys <= found for keys in wanted]
+
+
+def ready_steps(reducer: Reducer, steps: Sequence[Step]) -> list[Step]:
+    """The steps ``reducer`` can reduce without running a model: everything for plain
+    reducers; cached answers for LineRetriever; cached vectors for embedding retrieval.
+    Live (not :func:`offline`), every step."""
+    if not offline():
+        return list(steps)
+    if getattr(reducer, "client", None) is not None:
+        return [s for s in steps if has_answers(reducer, s)]
+    return [s for s, ok in zip(steps, embeddings_cached(reducer, steps), strict=True) if ok]
+
+
+def evaluate_cached(
+    reducers: Sequence[str], steps: Sequence[Step]
+) -> tuple[pd.DataFrame, list[str]]:
+    """:func:`lrlib.evaluate` for each reducer on the steps it can reduce without running a
+    model (:func:`ready_steps`); returns the frame and one note per reducer that skipped
+    steps (counted, never computed behind the user's back)."""
+    import pandas as pd
+
+    from lrlib.eval.evaluation import evaluate, resolve
+
+    frames, notes = [], []
+    for label, reducer in resolve(list(reducers)).items():
+        ready = ready_steps(reducer, steps)
+        if len(ready) < len(steps):
+            notes.append(
+                f"{label}: {len(ready)} of {len(steps)} steps evaluated, {len(steps) - len(ready)} "
+                "skipped (their embeddings are not cached; LRLIB_OFFLINE=0 computes them)"
+            )
+        if ready:
+            frames.append(evaluate({label: reducer}, ready, progress=False))
+    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=EMPTY_COLUMNS)
+    return frame, notes
+
+
+def curves_cached(steps: Sequence[Step], specs: Sequence[str]) -> tuple[pd.DataFrame, list[str]]:
+    """:func:`lrlib.eval.evaluation.sweep` over each reducer's default knob values
+    (``evaluation.KNOBS``), on the steps it can reduce without a model; notes as for
+    :func:`evaluate_cached`. Each row carries ``n_steps``."""
+    import pandas as pd
+
+    from lrlib.eval.evaluation import KNOBS, resolve, sweep
+
+    frames, notes = [], []
+    for spec in specs:
+        knob, values = KNOBS[spec]
+        ready = ready_steps(resolve([spec])[spec], steps)
+        if len(ready) < len(steps):
+            notes.append(f"{spec} curve: {len(ready)} of {len(steps)} steps (others not cached)")
+        if ready:
+            frames.append(sweep(spec, knob, values, ready, progress=False))
+    return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()), notes
+
+
+@dataclass
+class RetrieverRun:
+    """LineRetriever results on some steps: an evaluation frame (one row per answered step,
+    as :func:`lrlib.evaluate` makes them, plus the retriever's prompt and output tokens in
+    o200k), the model, the mode, and the steps skipped for want of a cached answer."""
+
+    frame: pd.DataFrame
+    model: str
+    mode: str
+    label: str
+    n_steps: int
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def n_answered(self) -> int:
+        """Steps with results."""
+        return len(self.frame)
+
+    def failures(self) -> Counter:
+        """Fallbacks of the failure policy among the answered steps, by reason."""
+        return Counter(f for f in self.frame.get("failure", []) if isinstance(f, str) and f)
+
+    def median_output_tokens(self, default: float) -> float:
+        """Median o200k tokens the retriever wrote per step (``default`` with no answers)."""
+        values = self.frame["retriever_output_tokens"].dropna()
+        return float(values.median()) if len(values) else float(default)
+
+    def note(self) -> str:
+        """One line: model, mode, steps answered / skipped / fallen back."""
+        fails = self.failures()
+        fell = sum(fails.values())
+        reasons = ", ".join(f"{k} {v}" for k, v in fails.most_common())
+        return (
+            f"{self.label}: retriever model {self.model}, {self.mode}; "
+            f"{self.n_answered} of {self.n_steps} steps answered, "
+            f"{len(self.skipped)} skipped (no cached answer)"
+            + (f", {fell} fell back to the full tree ({reasons})" if fell else "")
+        )
+
+
+def run_lineretriever(
+    steps: Sequence[Step],
+    prompt: str | None = None,
+    strategy: str = "structure",
+    answer: str = "tags",
+    label: str | None = None,
+    **overrides: Any,
+) -> RetrieverRun:
+    """Evaluate LineRetriever on ``steps``: offline, only the steps with cached answers
+    (the others are counted in ``skipped``); live, every step (missing answers are asked
+    for concurrently and cached first)."""
+    import pandas as pd
+
+    from lrlib.core.tokens import count_tokens
+    from lrlib.eval.evaluation import evaluate
+
+    reducer = lineretriever(prompt, strategy, answer, **overrides)
+    label = label or f"lineretriever+{strategy}/{answer}"
+    if offline():
+        ready = [s for s in steps if has_answers(reducer, s)]
+    else:
+        results = reducer.reduce_many(list(steps), errors="return")  # type: ignore[attr-defined]
+        for r in results:
+            if isinstance(r, Exception):
+                raise r
+        ready = list(steps)
+    ready_ids = {s.step_id for s in ready}
+    skipped = [s.step_id for s in steps if s.step_id not in ready_ids]
+    frame = (
+        evaluate({label: reducer}, ready, progress=False)
+        if ready
+        else pd.DataFrame(columns=EMPTY_COLUMNS)
+    )
+    if ready:
+        prompt_tokens, output_tokens = [], []
+        for step in ready:  # replays from the cache: no model
+            result = reducer.reduce(step)
+            windows = result.extra.get("windows") or [[1, len(step.axtree)]]
+            prompt_tokens.append(
+                sum(
+                    count_tokens(m["content"]) + 3
+                    for w in windows
+                    for m in reducer.messages(step, tuple(w))
+                )
+                + 3
+            )  # type: ignore[attr-defined]
+            output_tokens.append(sum(count_tokens(a) for a in result.extra.get("answers", [])))
+        frame["retriever_prompt_tokens"] = prompt_tokens
+        frame["retriever_output_tokens"] = output_tokens
+        frame["output_tokens"] = output_tokens
+        for key in ("view", "answer", "think", "history", "strategy"):
+            frame[key] = reducer.params.get(key)
+    return RetrieverRun(
+        frame, reducer.params.get("model", model_name()), mode(), label, len(steps), skipped
+    )
+
+
+def ablation_grid(
+    variants: Iterable[str],
+    history: Iterable[bool] = (True,),
+    think: Iterable[bool] = (False,),
+    answer: Iterable[str] = ("tags",),
+) -> list[dict[str, Any]]:
+    """Every combination of prompt variant and switches, each with a short ``config`` name.
+
+    >>> [g["config"] for g in ablation_grid(["paper"], (True, False))]
+    ['paper h+ t- tags', 'paper h- t- tags']
+    """
+    grid = []
+    for p, h, t, a in product(variants, history, think, answer):
+        grid.append(
+            {
+                "config": f"{p} h{'+' if h else '-'} t{'+' if t else '-'} {a}",
+                "switches": f"history {'on' if h else 'off'}, think {'on' if t else 'off'}, {a}",
+                "prompt": p,
+                "history": h,
+                "think": t,
+                "answer": a,
+            }
+        )
+    return grid
+
+
+def _options(cfg: dict[str, Any]) -> dict[str, Any]:
+    extra = {"max_tokens": THINK_MAX_TOKENS} if cfg["think"] else {}
+    return {"history": cfg["history"], "think": cfg["think"], **extra}
+
+
+def prompt_token_table(steps: Sequence[Step], grid: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """Exact o200k prompt tokens of every configuration on every step (no model needed)."""
+    import pandas as pd
+
+    from lrlib.core.prompts import PromptOptions
+    from lrlib.eval.costs import retriever_prompt_tokens
+    from lrlib.report.run import DEFAULT_CONFIG
+
+    frames = []
+    for cfg in grid:
+        options = PromptOptions(
+            use_history=cfg["history"],
+            think=cfg["think"],
+            answer=cfg["answer"],
+            view=DEFAULT_CONFIG["view"],
+        )
+        t = retriever_prompt_tokens(steps, cfg["prompt"], options)
+        frames.append(t.assign(**cfg).rename(columns={"retriever_prompt_tokens": "prompt_tokens"}))
+    return pd.concat(frames, ignore_index=True)
+
+
+@dataclass
+class Ablation:
+    """One summary row per configuration, the per-step frames, and a note on coverage."""
+
+    summary: pd.DataFrame
+    frames: dict[str, pd.DataFrame]
+    model: str
+    note: str
+
+
+def ablation(
+    steps: Sequence[Step], grid: Sequence[dict[str, Any]], strategy: str = "structure"
+) -> Ablation:
+    """Run :func:`run_lineretriever` for every configuration of ``grid`` and summarise each:
+    reduction, target coverage, parse-failure and fallback rates, the endpoint's prompt and
+    completion tokens. The measures are *paired*: computed on the steps answered in every
+    configuration that has answers (``n_paired``), so configurations compare on the same
+    steps; ``n_answered`` counts all of a configuration's answered steps."""
+    import pandas as pd
+
+    runs = [
+        run_lineretriever(steps, cfg["prompt"], strategy, cfg["answer"],
+                          label=f"lineretriever ({cfg['config']})", **_options(cfg))
+        for cfg in grid
+    ]  # fmt: skip
+    with_answers = [r for r in runs if r.n_answered]
+    common = set.intersection(*(set(r.frame["step_id"]) for r in with_answers)) \
+        if with_answers else set()  # fmt: skip
+    rows, frames = [], {}
+    for cfg, run in zip(grid, runs, strict=True):
+        frames[cfg["config"]] = run.frame
+        f = run.frame[run.frame["step_id"].isin(common)]
+        rows.append({**cfg, "n_steps": run.n_steps, "n_answered": run.n_answered,
+                     "n_paired": len(f), **_measures(f)})  # fmt: skip
+    model = runs[0].model if runs else model_name()
+    note = (
+        f"retriever model {model}, {mode()}: {len(with_answers)} of {len(grid)} configurations "
+        f"have answers (the others are skipped: no cached answer); measures are paired over "
+        f"the {len(common)} steps answered in all of them"
+    )
+    return Ablation(pd.DataFrame(rows), frames, model, note)
+
+
+def _measures(f: pd.DataFrame) -> dict[str, float]:
+    """Summary measures of one configuration's rows (NaN when there are none)."""
+    from lrlib.eval.metrics import coverage
+
+    if not len(f):
+        keys = ("median_reduction", "coverage", "parse_failure_rate", "fallback_rate",
+                "median_prompt_tokens", "median_completion_tokens")  # fmt: skip
+        return dict.fromkeys(keys, float("nan"))
+    fail = f["failure"].fillna("").astype(str)
+    return {
+        "median_reduction": float(f["reduction"].median()),
+        "coverage": coverage(f)["coverage"],
+        "parse_failure_rate": float(fail.str.startswith("parse:").mean()),
+        "fallback_rate": float((fail != "").mean()),
+        "median_prompt_tokens": float(f["usage_prompt_tokens"].median()),
+        "median_completion_tokens": float(f["usage_completion_tokens"].median()),
+    }
+
+
+def token_summary(step: Step, result: Reduction) -> str:
+    """A markdown table of token counts along the pipeline for one step."""
+    from lrlib.core.tokens import count_tokens
+
+    usage = result.usage or {}
+    answers = result.extra.get("answers") or []
+    targets = step.target_lines
+    kept = set(result.kept)
+    rows = [
+        ("original tree", f"{result.tokens_before:,}", "o200k"),
+        (
+            "retriever prompt (as the endpoint counted it)",
+            f"{usage.get('prompt_tokens') or 0:,}",
+            f"{usage.get('model', '')} tokenizer",
+        ),
+        ("retriever answer", f"{sum(count_tokens(a) for a in answers):,}", "o200k"),
+        ("reduced tree", f"{result.tokens_after:,}", "o200k"),
+        ("token reduction", f"{result.reduction:.1%}", ""),
+        ("target lines kept", f"{sum(t in kept for t in targets)}/{len(targets)}", ""),
+        ("failure / fallback", str(result.failure or "none"), ""),
+    ]
+    lines = ["| | value | unit |", "|---|---:|---|"]
+    lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    return "\n".join(lines)
