@@ -21,11 +21,11 @@ import statistics
 import time
 from pathlib import Path
 
-from lrlib import tokens
-from lrlib.axtree import parse
-from lrlib.prompts import get_prompt
-from lrlib.pruning import prune
-from lrlib.ranges import parse_answer
+from lrlib.core import tokens
+from lrlib.core.axtree import parse
+from lrlib.core.prompts import get_prompt
+from lrlib.core.pruning import prune
+from lrlib.core.ranges import parse_answer
 
 SIZES = (200, 1_000, 5_000, 20_000, 60_000)
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "trees.json"

@@ -16,7 +16,7 @@ import os
 import tempfile
 import time
 
-from lrlib import figures
+from lrlib.report import figures
 
 
 def main() -> None:

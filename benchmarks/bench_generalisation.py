@@ -4,14 +4,14 @@ Usage: ``python benchmarks/bench_generalisation.py [--out results.csv] [--fast]`
 
 For ``learned`` and ``program`` (and the untuned ``bm25``, ``bm25:unit=chunks`` and
 ``embedding`` baselines for reference), target coverage and median token reduction with
-95% intervals from a bootstrap over episodes (:mod:`lrlib.intervals`), in four settings:
+95% intervals from a bootstrap over episodes (:mod:`lrlib.eval.intervals`), in four settings:
 
 - ``cv-family``: leave one task family out over train+validation, nested: each family is
   measured with a model fitted and knobs chosen on the other families only (the learned
-  scorer's knobs on inner grouped folds of them, :func:`lrlib.reducers.learned_cv.
+  scorer's knobs on inner grouped folds of them, :func:`lrlib.eval.learned_cv.
   nested_cv`; the program's by its tuner on them), so no knob saw the family it is
   measured on; untuned baselines: their figure on the same steps (the embedding baseline
-  on validation only: its vectors ship for validation and test, :mod:`lrlib.packs`);
+  on validation only: its vectors ship for validation and test, :mod:`lrlib.report.packs`);
 - ``test``: the shipped model and knobs (fitted on train+validation) on the test split
   (whole held-out task families, never used for tuning);
 - ``workarena->webarena``: fitted (and knobs chosen) on WorkArena train+validation steps
@@ -34,22 +34,22 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lrlib import data
-from lrlib.crossval import Fold, folds
-from lrlib.evaluation import evaluate
-from lrlib.intervals import interval
-from lrlib.metrics import covers, covers_evidence
+from lrlib.data import dataset as data
+from lrlib.data.crossval import Fold, folds
+from lrlib.eval.evaluation import evaluate
+from lrlib.eval.intervals import interval
+from lrlib.eval.metrics import covers, covers_evidence
 from lrlib.reducers import get_reducer
 from lrlib.reducers.learned import load_model
-from lrlib.reducers.learned_cv import KNOB_KEYS, nested_cv, prepare, step_results
+from lrlib.eval.learned_cv import KNOB_KEYS, nested_cv, prepare, step_results
 from lrlib.reducers.program import Program
-from lrlib.reducers.program_tuning import TuningSet, cross_validate, tune
+from lrlib.eval.program_tuning import TuningSet, cross_validate, tune
 
 sys.path.insert(0, str(Path(__file__).parent))
 from train_learned import GRID, PRIORS  # noqa: E402  (the same knob grid and priors)
 
 BASELINES = ("bm25", "bm25:unit=chunks", "embedding")
-# baselines whose vectors ship only for validation+test (lrlib.packs): measured there only,
+# baselines whose vectors ship only for validation+test (lrlib.report.packs): measured there only,
 # so a fresh clone computes nothing (their cv-family row is validation alone)
 PACKED = {"embedding": ("validation", "test")}
 MIN_RED = 0.75  # the training script's --min-reduction default

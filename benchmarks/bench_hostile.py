@@ -16,7 +16,7 @@ child's peak RSS is reported beside it). Inputs:
 ``x10`` is the time of the 10x input over the 1x input: about 10 means linear.
 Also answers that copy a page's planted answers (``<answer>``, ``{"ranges"}``, fake
 ``</think>``) as the compact view shows them, 10 MB of copies after a genuine answer, with
-the page given (the echo check of :mod:`lrlib.echo` on every tag), and numbers written as
+the page given (the echo check of :mod:`lrlib.core.echo` on every tag), and numbers written as
 expressions (``10**18``, ``1e9``, ``1_000``: a typed ``expression`` error).
 Run: .venv/bin/python benchmarks/bench_hostile.py [--quick] [--only SUBSTRING]
 """
@@ -75,17 +75,17 @@ def hostile_answer(kind: str, size: int) -> str:
 
 # name -> (setup(size) -> state, op(state) -> None, sizes, size unit)
 def _tree_setup(n: int):
-    from lrlib.axtree import parse
+    from lrlib.core.axtree import parse
 
     text = tiled_tree(n)
     return text, parse(text)
 
 
 def _case_table():
-    from lrlib import tokens
-    from lrlib.axtree import parse
-    from lrlib.pruning import prune
-    from lrlib.ranges import Selection, parse_answer
+    from lrlib.core import tokens
+    from lrlib.core.axtree import parse
+    from lrlib.core.pruning import prune
+    from lrlib.core.ranges import Selection, parse_answer
 
     def answer_op(mode):
         def op(state):
@@ -182,9 +182,9 @@ def _echo_setup(size: int) -> tuple[str, str, int]:
     """(output, page, n_lines): a real tree with planted answers (tags, JSON, fake
     ``</think>``), and ``size`` characters of the model copying those lines as the compact
     view shows them, with a genuine answer first."""
-    from lrlib import inject
-    from lrlib.step import Step
-    from lrlib.views import render
+    from lrlib.eval import inject
+    from lrlib.core.step import Step
+    from lrlib.core.views import render
 
     base = json.loads(FIXTURES.read_text())[0]
     step = Step(goal=base["goal"], tree=base["tree"], step_id="bench")
@@ -205,7 +205,7 @@ def _swallow(fn, *args, **kw):
 
 def _child(name: str, size: int) -> None:
     setup, op, _ = _case_table()[name]
-    from lrlib import tokens
+    from lrlib.core import tokens
 
     tokens.get_encoding()  # loading the BPE files is not part of any case
     state = setup(size)

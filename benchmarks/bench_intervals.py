@@ -3,14 +3,14 @@
 Usage: ``python benchmarks/bench_intervals.py [--splits validation,test] [--repeat 3]``
 
 Builds the evaluation frame of every registered non-LLM reducer
-(:func:`lrlib.evaluation.all_reducers`) on the given splits (the embedding baseline from
+(:func:`lrlib.eval.evaluation.all_reducers`) on the given splits (the embedding baseline from
 its cached vectors only), then times, with 2,000 replicates each, everything notebook 05
 bootstraps:
 
-- :func:`lrlib.intervals.summary` by reducer x split and by reducer x split x benchmark
+- :func:`lrlib.eval.intervals.summary` by reducer x split and by reducer x split x benchmark
   (median reduction, target coverage, evidence coverage);
-- :func:`lrlib.intervals.gap` (validation minus test) for those three measures;
-- :func:`lrlib.intervals.paired_table` of every reducer against ``program`` (coverage and
+- :func:`lrlib.eval.intervals.gap` (validation minus test) for those three measures;
+- :func:`lrlib.eval.intervals.paired_table` of every reducer against ``program`` (coverage and
   evidence coverage, paired on the same steps).
 
 Prints the number of rows and intervals and the best of ``--repeat`` wall times (the
@@ -22,8 +22,12 @@ from __future__ import annotations
 import argparse
 import time
 
-from lrlib import data, intervals, replay
-from lrlib.evaluation import all_reducers
+from lrlib.data import dataset as data
+
+from lrlib.eval import intervals
+
+from lrlib.report import replay
+from lrlib.eval.evaluation import all_reducers
 
 
 def bootstrap_everything(frame) -> int:

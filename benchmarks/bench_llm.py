@@ -24,9 +24,9 @@ from pathlib import Path
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
-from lrlib.cache import ResponseCache
-from lrlib.data import load_steps
-from lrlib.llm import LLMClient
+from lrlib.llm.cache import ResponseCache
+from lrlib.data.dataset import load_steps
+from lrlib.llm.client import LLMClient
 from lrlib.reducers.lineretriever import LineRetriever
 
 LATENCY = 0.2

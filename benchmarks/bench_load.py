@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from lrlib import data
+from lrlib.data import dataset as data
 
 REPEATS = 5
 COLD = (

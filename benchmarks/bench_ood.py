@@ -7,11 +7,11 @@ vectors are not cached yet)
 The set (built by ``benchmarks/build_miniwob_ood.py``, described in ``data/README.md``) is
 small synthetic pages from MiniWoB++ in BrowserGym's AXTree format, each step's action
 verified by the task's own reward. It is a CHECK set: no reducer was tuned on it, and none
-may be. Its task types fall in two fixed halves (:func:`lrlib.crossval.miniwob_half`, a hash
+may be. Its task types fall in two fixed halves (:func:`lrlib.data.crossval.miniwob_half`, a hash
 of the name): a reducer that trains or tunes on ``--half train`` must be reported on
-``--half check`` only. For every registered offline reducer (:func:`lrlib.evaluation.all_reducers`): target
+``--half check`` only. For every registered offline reducer (:func:`lrlib.eval.evaluation.all_reducers`): target
 coverage, evidence coverage and median token reduction, each with a 95% interval from a
-bootstrap over episodes (:func:`lrlib.intervals.summary`) and its n (steps/episodes).
+bootstrap over episodes (:func:`lrlib.eval.intervals.summary`) and its n (steps/episodes).
 
 Target of the generalisation issue on such pages: >= 90% target coverage at >= 60% median
 token reduction (column "meets").
@@ -31,10 +31,10 @@ TARGET_COVERAGE, TARGET_REDUCTION = 0.90, 0.60
 
 
 def load(path: Path = OOD, half: str = "all"):
-    """The check set's steps (:class:`lrlib.step.Step`), in file order; ``half``: ``"all"``,
-    or only the task types of :func:`lrlib.crossval.miniwob_half`'s ``"train"``/``"check"``."""
-    from lrlib import data
-    from lrlib.crossval import miniwob_half
+    """The check set's steps (:class:`lrlib.core.step.Step`), in file order; ``half``: ``"all"``,
+    or only the task types of :func:`lrlib.data.crossval.miniwob_half`'s ``"train"``/``"check"``."""
+    from lrlib.data import dataset as data
+    from lrlib.data.crossval import miniwob_half
 
     steps = data.load_steps(path=path)
     return steps if half == "all" else [s for s in steps if miniwob_half(s.family) == half]
@@ -44,7 +44,7 @@ def results(steps, skip: tuple[str, ...] = ()):
     """The evaluation frame (one row per step and reducer) of every offline reducer."""
     import pandas as pd
 
-    from lrlib.evaluation import all_reducers, evaluate
+    from lrlib.eval.evaluation import all_reducers, evaluate
 
     frames = []
     for name in (r for r in all_reducers() if r not in skip):
@@ -57,7 +57,7 @@ def results(steps, skip: tuple[str, ...] = ()):
 
 def table(frame, by: str | list[str] = "reducer") -> str:
     """A markdown table: coverage, evidence coverage and median reduction with intervals."""
-    from lrlib.intervals import fmt, summary
+    from lrlib.eval.intervals import fmt, summary
 
     s = summary(frame, by=by)
     keys = [by] if isinstance(by, str) else list(by)

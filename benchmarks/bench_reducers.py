@@ -19,8 +19,8 @@ import time
 
 import numpy as np
 
-from lrlib import data
-from lrlib.evaluation import markdown_table, parse_spec
+from lrlib.data import dataset as data
+from lrlib.eval.evaluation import markdown_table, parse_spec
 from lrlib.reducers import get_reducer
 
 REDUCERS = ("full", "truncate", "truncate-agentlab", "random", "oracle", "bm25",

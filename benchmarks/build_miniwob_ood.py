@@ -15,7 +15,7 @@ names the next action; the action is executed in BrowserGym. An episode is kept 
 every action ran without error and the task's own reward is 1 at the end, so every kept
 step's action is verified (the intermediate steps of multi-step tasks by the final reward).
 
-Rows use the schema of :mod:`lrlib.data` (the importer's columns): ``benchmark`` is
+Rows use the schema of :mod:`lrlib.data.dataset` (the importer's columns): ``benchmark`` is
 ``"miniwob"``, ``split`` ``"ood"``, ``family``/``task`` ``miniwob.<task>``, ``episode``
 ``miniwob.<task>_<seed>``. Two deviations from a plain ``flatten_axtree_to_str(obs)`` call,
 both to match the recorded traces: ``InlineTextBox`` nodes are ignored (recent Chromium
@@ -572,11 +572,11 @@ def run_episode(task: str, seed: int, env: Any, base: str) -> tuple[list[dict], 
 
 
 def episode_rows(task: str, seed: int, steps: list[dict]) -> list[dict]:
-    """Rows in the dataset schema (:data:`lrlib.data.COLUMNS`) for a verified episode."""
-    from lrlib.actions import parse_action
-    from lrlib.axtree import parse
-    from lrlib.evidence import evidence_groups
-    from lrlib.tokens import count_tokens
+    """Rows in the dataset schema (:data:`lrlib.data.dataset.COLUMNS`) for a verified episode."""
+    from lrlib.data.actions import parse_action
+    from lrlib.core.axtree import parse
+    from lrlib.data.evidence import evidence_groups
+    from lrlib.core.tokens import count_tokens
 
     episode, family = f"miniwob.{task}_{seed}", f"miniwob.{task}"
     rows, seen, history = [], {}, []
@@ -664,7 +664,7 @@ def main() -> int:
     parser.add_argument("-o", "--out", type=Path, default=OUT)
     parser.add_argument("--jobs", type=int, default=1, help="builds side by side (default 1)")
     args = parser.parse_args()
-    from lrlib.data import COLUMNS, write_rows
+    from lrlib.data.dataset import COLUMNS, write_rows
 
     start = time.perf_counter()
     tasks = [t for t in args.tasks.split(",") if t]

@@ -5,7 +5,7 @@ Usage: ``python benchmarks/train_learned.py [--min-reduction 0.75] [--C 0.1] [--
 Reads the ``train`` and ``validation`` splits only (never ``test``). Steps:
 
 1. features (:mod:`lrlib.reducers.features`), labels (target lines) and token counts for
-   every step, once (:func:`lrlib.reducers.learned_cv.prepare`);
+   every step, once (:func:`lrlib.eval.learned_cv.prepare`);
 2. the honest figure, nested grouped cross-validation (``learned_cv.nested_cv``): each
    task family is scored by a model fitted on the other families, with knobs
    (``threshold``, ``cheap``, ``max_share``: :data:`GRID`) chosen on inner grouped folds of
@@ -32,11 +32,13 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from lrlib import data, runinfo
-from lrlib.crossval import folds
+from lrlib import runinfo
+
+from lrlib.data import dataset as data
+from lrlib.data.crossval import folds
 from lrlib.reducers.features import FEATURES
 from lrlib.reducers.learned import MODEL_FILE
-from lrlib.reducers.learned_cv import (
+from lrlib.eval.learned_cv import (
     choose_knobs,
     fit_model,
     nested_cv,
@@ -129,7 +131,7 @@ def main() -> int:
             seconds=round(seconds, 1),
         ),
         "cv": {
-            "scheme": "leave one task family out (lrlib.crossval, 'family')",
+            "scheme": "leave one task family out (lrlib.data.crossval, 'family')",
             "min_reduction": args.min_reduction,
             "rule": "max coverage s.t. median reduction >= min_reduction; ties: lowest "
             "threshold, then larger reduction (learned_cv.choose_knobs; reductions "

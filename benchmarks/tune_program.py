@@ -5,7 +5,7 @@ Usage: ``python benchmarks/tune_program.py [--min-coverage 0.97] [--seed 0] [--d
 Only the ``train`` and ``validation`` splits are read (never ``test``). The script
 
 1. cross-validates the *tuning procedure* by leaving one task family out
-   (:func:`lrlib.crossval.folds`, scheme ``family``): each family's steps are measured with
+   (:func:`lrlib.data.crossval.folds`, scheme ``family``): each family's steps are measured with
    knobs tuned on the other families; the pooled out-of-fold coverage and median reduction
    are what the knobs can be expected to do on a family they have not seen;
 2. tunes the final knobs on all train+validation steps.
@@ -25,10 +25,12 @@ from dataclasses import asdict
 
 import numpy as np
 
-from lrlib import data, runinfo
-from lrlib.crossval import folds
+from lrlib import runinfo
+
+from lrlib.data import dataset as data
+from lrlib.data.crossval import folds
 from lrlib.reducers.program import PARAMS_FILE
-from lrlib.reducers.program_tuning import GRID, TuningSet, cross_validate, tune
+from lrlib.eval.program_tuning import GRID, TuningSet, cross_validate, tune
 
 
 def main() -> int:
@@ -55,7 +57,7 @@ def main() -> int:
     )
     has = ~np.isnan(hit)
     cv = {
-        "scheme": "leave one task family out (lrlib.crossval, 'family')",
+        "scheme": "leave one task family out (lrlib.data.crossval, 'family')",
         "coverage": round(float(hit[has].mean()), 4),
         "median_reduction": round(float(np.median(red)), 4),
         "n_target": int(has.sum()),

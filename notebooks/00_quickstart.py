@@ -18,9 +18,11 @@
 from IPython.display import Markdown
 
 import lrlib
-from lrlib import figures, plots, replay
-from lrlib.tokens import count_tokens
-from lrlib.views import render
+from lrlib.report import figures
+from lrlib.report import plots
+from lrlib.report import replay
+from lrlib.core.tokens import count_tokens
+from lrlib.core.views import render
 
 # %% tags=["parameters"]
 QUICK = figures.quick_mode()

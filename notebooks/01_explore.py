@@ -30,9 +30,13 @@ from functools import partial
 
 from IPython.display import HTML
 
-from lrlib import explore, figures, replay
-from lrlib.prompts import BUILTIN
-from lrlib.pruning import STRATEGIES
+from lrlib.report import explore
+
+from lrlib.report import figures
+
+from lrlib.report import replay
+from lrlib.core.prompts import BUILTIN
+from lrlib.core.pruning import STRATEGIES
 
 # %% tags=["parameters"]
 QUICK = figures.quick_mode()

@@ -20,7 +20,17 @@
 # %%
 import pandas as pd
 
-from lrlib import data, evaluation, figures, plots, replay, tables
+from lrlib.data import dataset as data
+
+from lrlib.eval import evaluation
+
+from lrlib.report import figures
+
+from lrlib.report import plots
+
+from lrlib.report import replay
+
+from lrlib.report import tables
 
 # %% tags=["parameters"]
 QUICK = figures.quick_mode()  # LRLIB_QUICK=1: a few steps, for tests
@@ -34,7 +44,7 @@ BASELINES = [r for r in evaluation.all_reducers() if r != "full"]  # every regis
 # ## LineRetriever + structure (the paper's Figure 3)
 #
 # The steps whose answers are in the cache (the fixed default selection of validation
-# steps, `lrlib.run.default_steps()`) are replayed; any step without a cached answer is
+# steps, `lrlib.report.run.default_steps()`) are replayed; any step without a cached answer is
 # skipped and counted, never sent to a model behind your back.
 
 # %%
@@ -65,7 +75,7 @@ fig3_png = plots.reduction_boxplot(
 #
 # Every panel carries its uncertainty: the red band is the 95% interval of the median
 # reduction and the title gives the target coverage with its interval and n (steps /
-# episodes), both from a bootstrap over whole episodes (`lrlib.intervals`; notebook 05
+# episodes), both from a bootstrap over whole episodes (`lrlib.eval.intervals`; notebook 05
 # explains how to read them). Boxes with a handful of steps show a spread, not a trend.
 
 # %%

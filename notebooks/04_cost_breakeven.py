@@ -27,9 +27,17 @@
 # %%
 from IPython.display import display
 
-from lrlib import costs, data, figures, plots, replay
-from lrlib.prompts import PromptOptions
-from lrlib.run import DEFAULT_CONFIG
+from lrlib.eval import costs
+
+from lrlib.data import dataset as data
+
+from lrlib.report import figures
+
+from lrlib.report import plots
+
+from lrlib.report import replay
+from lrlib.core.prompts import PromptOptions
+from lrlib.report.run import DEFAULT_CONFIG
 
 # %% tags=["parameters"]
 QUICK = figures.quick_mode()

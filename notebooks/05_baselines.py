@@ -12,7 +12,7 @@
 # * **evidence coverage**: the share of steps that keep, besides the target, the other lines
 #   the recorded action needs: the option a `select_option` picks, the label of a filled
 #   field, the question a clicked radio button answers, the page text a `send_msg_to_user`
-#   answer reports, the text naming an unnamed button (`lrlib.evidence`; rules in
+#   answer reports, the text naming an unnamed button (`lrlib.data.evidence`; rules in
 #   `data/README.md`). It is stricter than target coverage and also counts answer-only steps.
 #
 # Every reducer registered in lrlib runs on two splits (`data/README.md`, "Splits"):
@@ -25,7 +25,23 @@
 import pandas as pd
 from IPython.display import display
 
-from lrlib import costs, data, evaluation, figures, forest, intervals, plots, replay, tables
+from lrlib.eval import costs
+
+from lrlib.data import dataset as data
+
+from lrlib.eval import evaluation
+
+from lrlib.report import figures
+
+from lrlib.report import forest
+
+from lrlib.eval import intervals
+
+from lrlib.report import plots
+
+from lrlib.report import replay
+
+from lrlib.report import tables
 
 # %% tags=["parameters"]
 QUICK = figures.quick_mode()
@@ -47,7 +63,7 @@ CURVES = ["truncate", "embedding", "bm25", "bm25:unit=chunks", "program", "rando
 #
 # * **Resampling unit: the episode.** Steps of one episode share a task, a page and often
 #   most of a tree, so they are not independent. The interval comes from 2,000 bootstrap
-#   replicates that redraw whole episodes with replacement (`lrlib.intervals`). With 19
+#   replicates that redraw whole episodes with replacement (`lrlib.eval.intervals`). With 19
 #   validation and 9 test episodes the intervals are wide: that is the amount of evidence
 #   the recorded data holds, not a defect of the method.
 # * **n** counts the steps the rate is over (steps with a target for target coverage, with
@@ -111,7 +127,7 @@ display(gap_table)
 # target on validation, 7 on test), so its intervals span most of the axis. The last table
 # is the **benchmark split**: every reducer on all WebArena steps, whatever their split
 # (a reducer tuned on `train` has seen the 18 WebArena train steps unless it was tuned with
-# `lrlib.crossval.folds(steps, "benchmark")`, which trains on WorkArena only).
+# `lrlib.data.crossval.folds(steps, "benchmark")`, which trains on WorkArena only).
 
 # %%
 by_bench = tables.interval_report(

@@ -6,13 +6,13 @@
 # retriever told to watch for attacks removes injected pop-ups almost entirely. This
 # notebook measures what every reducer in lrlib lets through on the recorded observations.
 #
-# `lrlib.inject` plants attack subtrees in recorded trees, in the style of real banner and
+# `lrlib.eval.inject` plants attack subtrees in recorded trees, in the style of real banner and
 # pop-up injections: a `dialog` or `alert` telling the agent to drop its goal and go to
 # another site, a pop-up that repeats the goal to look relevant (`goal-hook`), fake
 # `<think>`/`<action>`/`<answer>` tags (`fake-tags`) and fake numbered lines
 # (`fake-lines`). Each attack goes in at one of five positions (first child of the page,
 # half-way down, at the bottom, right before the target, deep inside the content) with
-# fresh bids, so the recorded action still names the same element. `lrlib.injection_eval`
+# fresh bids, so the recorded action still names the same element. `lrlib.report.injection_eval`
 # runs each reducer on the attacked and on the clean step and measures:
 #
 # * **survival**: the share of injected lines that reach the output (kept verbatim, or
@@ -25,7 +25,7 @@
 #
 # * **payload visibility**: the share of attacked steps whose reduced text still lets the
 #   acting model read the attack: any distinctive span of its payload (the address, the
-#   imperative sentence; `lrlib.inject.SPANS`), whatever the reducer's format (whole
+#   imperative sentence; `lrlib.eval.inject.SPANS`), whatever the reducer's format (whole
 #   lines, chunks, partial lines), with 95% intervals bootstrapped over episodes.
 #
 # The source steps are pinned by id (`lrlib/injection_steps.json`), not drawn from the
@@ -39,7 +39,21 @@
 # %%
 from IPython.display import display
 
-from lrlib import data, figures, inject, injection_eval, plots, replay, sanitize, tables
+from lrlib.data import dataset as data
+
+from lrlib.report import figures
+
+from lrlib.eval import inject
+
+from lrlib.report import injection_eval
+
+from lrlib.report import plots
+
+from lrlib.report import replay
+
+from lrlib.core import sanitize
+
+from lrlib.report import tables
 
 # %% tags=["parameters"]
 QUICK = figures.quick_mode()
@@ -172,7 +186,7 @@ injection_eval.breakdown(rows_r, "attack").round(2)
 # %% [markdown]
 # ## Sanitising the page
 #
-# `lrlib.sanitize` rewrites tag-like page text into look-alikes that read the same but are
+# `lrlib.core.sanitize` rewrites tag-like page text into look-alikes that read the same but are
 # no longer syntax (`<think>` -> `‹think›`, `"ranges"` -> `“ranges”`, a fake `12:` line
 # number -> `12꞉`), line for line, so numbers, selections and targets are unchanged. It is
 # an option of LineRetriever (`sanitize=True`: the retriever reads, and the agent gets, the

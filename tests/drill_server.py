@@ -23,7 +23,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from lrlib.cache import request_key
+from lrlib.llm.cache import request_key
 
 Behaviour = Callable[[int, dict[str, Any]], tuple]
 
@@ -41,7 +41,7 @@ def completion(text: str, model: str) -> dict[str, Any]:
 
 
 def body_key(body: dict[str, Any]) -> str:
-    """The response-cache key of a request body, as :class:`lrlib.llm.LLMClient` computes it."""
+    """The response-cache key of a request body, as :class:`lrlib.llm.client.LLMClient` computes it."""
     params = {k: v for k, v in body.items() if k not in ("model", "messages")}
     return request_key("compatible", body["model"], body["messages"], params)
 

@@ -3,11 +3,11 @@
 The hypothesis tests in test_fuzz.py draw from grammars; this harness lets libFuzzer grow
 inputs by branch coverage instead. Targets (the same contracts as the property tests):
 
-- ``answer``: :func:`lrlib.ranges.parse_answer` in both modes, with and without a page,
+- ``answer``: :func:`lrlib.core.ranges.parse_answer` in both modes, with and without a page,
   raises nothing but :class:`AnswerParseError` and returns a normalised selection;
 - ``echo``: a model output that is ``<think>`` plus any prefix of the page is never read as
   an answer when the page is given;
-- ``tree``: :func:`lrlib.axtree.parse` never raises, and :func:`lrlib.pruning.prune` keeps
+- ``tree``: :func:`lrlib.core.axtree.parse` never raises, and :func:`lrlib.core.pruning.prune` keeps
   exactly the selected lines, verbatim, under every strategy.
 
 Needs ``pip install -e '.[fuzz]'``. Run, e.g.:
@@ -20,7 +20,7 @@ import sys
 
 
 def _answer(data: bytes) -> None:
-    from lrlib.ranges import AnswerParseError, parse_answer
+    from lrlib.core.ranges import AnswerParseError, parse_answer
 
     fdp = _provider(data)
     n = fdp.ConsumeIntInRange(1, 10**18) if fdp.ConsumeBool() else fdp.ConsumeIntInRange(1, 500)
@@ -39,7 +39,7 @@ def _answer(data: bytes) -> None:
 
 
 def _echo(data: bytes) -> None:
-    from lrlib.ranges import AnswerParseError, parse_answer
+    from lrlib.core.ranges import AnswerParseError, parse_answer
 
     fdp = _provider(data)
     k = fdp.ConsumeIntInRange(0, 400)
@@ -52,8 +52,8 @@ def _echo(data: bytes) -> None:
 
 
 def _tree(data: bytes) -> None:
-    from lrlib.axtree import parse, split_lines
-    from lrlib.pruning import STRATEGIES, prune
+    from lrlib.core.axtree import parse, split_lines
+    from lrlib.core.pruning import STRATEGIES, prune
 
     fdp = _provider(data)
     chosen = [fdp.ConsumeIntInRange(-3, 80) for _ in range(fdp.ConsumeIntInRange(0, 12))]
@@ -89,9 +89,9 @@ def main(argv: list[str]) -> None:
     import atheris
 
     with atheris.instrument_imports():
-        import lrlib.axtree
-        import lrlib.pruning
-        import lrlib.ranges  # noqa: F401
+        import lrlib.core.axtree
+        import lrlib.core.pruning
+        import lrlib.core.ranges  # noqa: F401
     target = TARGETS[argv[1]]
     options = argv[2:]
     if not any(o.startswith("-dict=") for o in options):  # the tokens the parsers look for

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 
 from lrlib import paths
-from lrlib.tokens import get_encoding
+from lrlib.core.tokens import get_encoding
 
 PEER_DIR = paths.REPO_DIR.parent / "shared" / "peer" / "agentlab-pr302"
 SKIP_REASON = f"peer implementation (AgentLab PR 302) not found at {PEER_DIR}"
@@ -162,7 +162,7 @@ def peer() -> types.SimpleNamespace:
 @cache
 def recorded_steps(every: int = 4) -> tuple:
     """Every ``every``-th recorded step of data/observations.jsonl.gz (112 of 446 steps)."""
-    from lrlib.data import load_steps
+    from lrlib.data.dataset import load_steps
 
     return tuple(load_steps()[::every])
 

@@ -1,4 +1,4 @@
-"""lrlib.actions: the BrowserGym call in an agent's text, its canonical form and its bids."""
+"""lrlib.data.actions: the BrowserGym call in an agent's text, its canonical form and its bids."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lrlib.actions import (
+from lrlib.data.actions import (
     BID_PARAMS,
     KNOWN_ACTIONS,
     NO_BID_ACTIONS,
@@ -19,7 +19,7 @@ from lrlib.actions import (
     parse_action,
     parse_code,
 )
-from lrlib.safepickle import load_path
+from lrlib.data.safepickle import load_path
 
 
 @pytest.fixture(scope="module")

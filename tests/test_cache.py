@@ -13,8 +13,8 @@ from fake_openai import Script, chat_body, serve
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lrlib.cache import ResponseCache, request_key
-from lrlib.llm import LLMClient
+from lrlib.llm.cache import ResponseCache, request_key
+from lrlib.llm.client import LLMClient
 
 MSGS = [{"role": "user", "content": "1: [3] button 'Go'"}]
 ENTRY = {"text": "<answer>1</answer>", "usage": {"prompt_tokens": 9}, "latency_s": 0.5}
@@ -147,7 +147,7 @@ def test_no_key_or_auth_header_reaches_the_cache(httpserver, tmp_path):
 WRITER = textwrap.dedent(
     """
     import sys
-    from lrlib.cache import ResponseCache, request_key
+    from lrlib.llm.cache import ResponseCache, request_key
     root, name = sys.argv[1], sys.argv[2]
     cache = ResponseCache(root)
     for i in range(300):

@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
-from lrlib import data
+from lrlib.data import dataset as data
 from lrlib.cli import main
-from lrlib.prompts import list_prompts
+from lrlib.core.prompts import list_prompts
 from lrlib.reducers import list_reducers, reducer_options
-from lrlib.views import list_views
+from lrlib.core.views import list_views
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""lrlib.axtree on real BrowserGym trees, and on every malformed variant of them."""
+"""lrlib.core.axtree on real BrowserGym trees, and on every malformed variant of them."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lrlib.axtree import parse, split_lines
-from lrlib.pruning import prune
+from lrlib.core.axtree import parse, split_lines
+from lrlib.core.pruning import prune
 
 
 def test_real_tree_columns(real_trees):
@@ -110,7 +110,7 @@ def _nearest_shallower(depths: list[int]) -> list[int]:
 def test_parents_fast_walk_equals_the_definition(depths, well_formed):
     """_parents reads the last line one level up when no line jumps deeper by more than one
     (BrowserGym's trees), and falls back to a stack otherwise; both are the definition."""
-    from lrlib.axtree import _parents
+    from lrlib.core.axtree import _parents
 
     if well_formed:  # every step at most one level deeper
         for i in range(1, len(depths)):
@@ -136,7 +136,7 @@ def test_indentation_columns_with_and_without_spaces(rows):
 
 
 def test_numbered_prefixes_past_the_table(monkeypatch):
-    from lrlib import axtree
+    from lrlib.core import axtree
 
     tree = parse("\n".join(f"[{i}] button" for i in range(40)))
     expected = "\n".join(f"{n}: {t}" for n, t in enumerate(tree.texts, 1))

@@ -1,4 +1,4 @@
-"""lrlib.prompts: the registry, the switches, structured mode."""
+"""lrlib.core.prompts: the registry, the switches, structured mode."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from lrlib.axtree import parse
-from lrlib.prompts import (
+from lrlib.core.axtree import parse
+from lrlib.core.prompts import (
     BUILTIN,
     PromptOptions,
     UnknownPromptError,

@@ -1,4 +1,4 @@
-"""lrlib.pruning on real trees: kept lines are input lines, in order; ancestors survive."""
+"""lrlib.core.pruning on real trees: kept lines are input lines, in order; ancestors survive."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lrlib.axtree import parse
-from lrlib.pruning import MARKER, STRATEGIES, prune
-from lrlib.ranges import Selection
+from lrlib.core.axtree import parse
+from lrlib.core.pruning import MARKER, STRATEGIES, prune
+from lrlib.core.ranges import Selection
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +109,7 @@ def test_pruning_properties(real_trees, data):
 def test_structure_fast_path_equals_the_line_by_line_walk(depths, raw, markers, parsed):
     """_structure walks one ancestor chain per range; the reference marks every kept
     line's ancestors, line by line (_with_stubs). Same output, bids parsed or not."""
-    from lrlib.pruning import _structure, _with_stubs
+    from lrlib.core.pruning import _structure, _with_stubs
 
     lines = [
         ("\t" * d) + (f"[{i}] button 'b{i}'" if i % 3 else "StaticText 'x'")

@@ -1,4 +1,4 @@
-"""lrlib.ranges: only the answer counts, every notation, never a huge materialisation."""
+"""lrlib.core.ranges: only the answer counts, every notation, never a huge materialisation."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lrlib.ranges import AnswerParseError, Selection, parse_answer
+from lrlib.core.ranges import AnswerParseError, Selection, parse_answer
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""lrlib.tokens: exact counts, offline files, exact bottom truncation."""
+"""lrlib.core.tokens: exact counts, offline files, exact bottom truncation."""
 
 from __future__ import annotations
 
@@ -13,9 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lrlib import bpe, tokens
-from lrlib.data import load_steps
-from lrlib.tokens import count_lines, count_tokens, get_encoding, truncate_bottom
+from lrlib.core import bpe
+
+from lrlib.core import tokens
+from lrlib.data.dataset import load_steps
+from lrlib.core.tokens import count_lines, count_tokens, get_encoding, truncate_bottom
 
 
 def test_offline_seeding_in_a_fresh_process(tmp_path):
@@ -27,7 +29,7 @@ def test_offline_seeding_in_a_fresh_process(tmp_path):
         "import os, json, socket\n"
         "def no_net(*a, **k): raise OSError('network used')\n"
         "socket.socket.connect = no_net\n"
-        "from lrlib.tokens import count_tokens\n"
+        "from lrlib.core.tokens import count_tokens\n"
         "print(json.dumps([count_tokens('hello world'), os.environ['TIKTOKEN_CACHE_DIR']]))\n"
     )
     out = subprocess.run(
@@ -45,7 +47,7 @@ def test_offline_seeding_in_a_fresh_process(tmp_path):
 
 def test_a_users_own_cache_setting_is_kept(tmp_path):
     env = dict(os.environ, TIKTOKEN_CACHE_DIR=str(tmp_path / "mine"), LRLIB_WORK_DIR=str(tmp_path))
-    code = "import os, lrlib.tokens as t; t._seed_tiktoken_cache(); print(os.environ['TIKTOKEN_CACHE_DIR'])"
+    code = "import os, lrlib.core.tokens as t; t._seed_tiktoken_cache(); print(os.environ['TIKTOKEN_CACHE_DIR'])"
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     )

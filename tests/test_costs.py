@@ -1,4 +1,4 @@
-"""lrlib.costs: the price table, the paper's break-even and its per-step extension."""
+"""lrlib.eval.costs: the price table, the paper's break-even and its per-step extension."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lrlib import costs
-from lrlib.step import Step
+from lrlib.eval import costs
+from lrlib.core.step import Step
 
 AGENT = costs.Price("agent", "2025-01-01", input=2.0, cached_input=0.5, output=8.0)
 SMALL = costs.Price("small", "2025-01-01", input=0.4, cached_input=0.1, output=1.6)

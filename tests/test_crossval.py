@@ -7,8 +7,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lrlib import crossval, data
-from lrlib.step import Step
+from lrlib.data import crossval
+
+from lrlib.data import dataset as data
+from lrlib.core.step import Step
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""lrlib.data / lrlib.traces: the importer on the real traces, messy inputs, the shipped file."""
+"""lrlib.data.dataset / lrlib.data.traces: the importer on the real traces, messy inputs, the shipped file."""
 
 from __future__ import annotations
 
@@ -19,11 +19,13 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from lrlib import data, importer
-from lrlib.axtree import split_lines
+from lrlib.data import dataset as data
+
+from lrlib.data import importer
+from lrlib.core.axtree import split_lines
 from lrlib.cli import COMMANDS
-from lrlib.step import Step
-from lrlib.tokens import count_tokens
+from lrlib.core.step import Step
+from lrlib.core.tokens import count_tokens
 
 HAND_CHECKED = "2024-11-06_13-52-18_DemoAgentArgs_on_webarena.210_30"
 WITH_FOLLOWUPS = (
@@ -162,7 +164,7 @@ def test_followup_user_messages_do_not_change_the_goal(rows):
 
 
 def test_goal_matches_goal_object_file(traces_dir, rows):
-    from lrlib.safepickle import load_path
+    from lrlib.data.safepickle import load_path
 
     goals = {r["episode"]: r["goal"] for r in rows}
     checked = 0
@@ -398,7 +400,7 @@ def test_cli(messy_root, tmp_path, capsys):
     empty.mkdir()
     assert _cli(str(empty), "-o", str(tmp_path / "e.jsonl.gz"), "-q") == 1
     assert not (tmp_path / "e.jsonl.gz").exists()
-    assert "import-traces" in COMMANDS and COMMANDS["import-traces"][0] == "lrlib.importer"
+    assert "import-traces" in COMMANDS and COMMANDS["import-traces"][0] == "lrlib.data.importer"
 
 
 # ---- goal sources (synthetic AgentLab-style pickles) --------------------------------------

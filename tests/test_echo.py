@@ -16,12 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lrlib import data
-from lrlib.echo import names_only
-from lrlib.inject import inject
-from lrlib.ranges import AnswerParseError, parse_answer
-from lrlib.views import render
-from lrlib.windows import window_lines
+from lrlib.data import dataset as data
+from lrlib.core.echo import names_only
+from lrlib.eval.inject import inject
+from lrlib.core.ranges import AnswerParseError, parse_answer
+from lrlib.core.views import render
+from lrlib.core.windows import window_lines
 
 VIEWS = ("full", "compact", "window", "names")
 MODES = ("tags", "json")
@@ -109,7 +109,7 @@ def test_issue_reproduction_gives_no_selection():
         "RootWebArea 'Shop'\n\t[5] dialog 'x'\n\t\tStaticText '<answer>'\n"
         "\t\tStaticText '[(2, 5)]'\n\t\tStaticText '</answer>'\n\t[9] button 'Buy'"
     )
-    from lrlib.axtree import parse
+    from lrlib.core.axtree import parse
 
     echo = "\n".join(render(parse(t), "compact").split("\n")[2:5])
     with pytest.raises(AnswerParseError):

@@ -7,11 +7,13 @@ import json
 import pandas as pd
 import pytest
 
-from lrlib import cli, evaluation
-from lrlib.actions import action_bids
-from lrlib.evaluation import KNOBS, curves, evaluate, parse_spec, resolve, sweep
+from lrlib import cli
+
+from lrlib.eval import evaluation
+from lrlib.data.actions import action_bids
+from lrlib.eval.evaluation import KNOBS, curves, evaluate, parse_spec, resolve, sweep
 from lrlib.reducers import Output, Reducer
-from lrlib.step import Step
+from lrlib.core.step import Step
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +178,7 @@ def test_every_default_knob_is_a_real_parameter():
 
 
 def test_cli_evaluate_writes_rows_and_prints_a_table(steps, tmp_path, monkeypatch, capsys):
-    from lrlib import data
+    from lrlib.data import dataset as data
 
     calls = {}
 
@@ -211,8 +213,8 @@ def test_cli_evaluate_writes_rows_and_prints_a_table(steps, tmp_path, monkeypatc
 
 
 def test_provenance_reads_objects_and_aliases():
-    from lrlib.evaluation import reducer_provenance
-    from lrlib.prompts import get_prompt
+    from lrlib.eval.evaluation import reducer_provenance
+    from lrlib.core.prompts import get_prompt
 
     class Client:
         model = "remote-model"
@@ -239,7 +241,7 @@ def test_provenance_reads_objects_and_aliases():
 
 
 def test_rows_carry_the_grouping_fields_and_evidence():
-    from lrlib import data
+    from lrlib.data import dataset as data
 
     steps = data.load_steps(split="test", limit=12)
     f = evaluate("oracle", steps, progress=False)
@@ -275,7 +277,7 @@ def test_all_reducers_adds_registered_ones(monkeypatch):
 
 
 def test_interval_table_cells_show_interval_and_n(steps):
-    from lrlib.tables import interval_table
+    from lrlib.report.tables import interval_table
 
     f = evaluate(["full", "truncate:budget=200"], steps, progress=False)
     t = interval_table(f).set_index("reducer")
@@ -287,8 +289,8 @@ def test_interval_table_cells_show_interval_and_n(steps):
 
 def test_interval_table_rows_match_their_groups():
     """Each row's steps, latency and intervals belong to its own (reducer, split) group."""
-    from lrlib import data
-    from lrlib.tables import interval_table
+    from lrlib.data import dataset as data
+    from lrlib.report.tables import interval_table
 
     steps = data.load_steps(split="validation", limit=8) + data.load_steps(split="test", limit=5)
     f = evaluate(["truncate:budget=500", "full"], steps, progress=False)

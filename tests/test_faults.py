@@ -3,7 +3,7 @@
 For each: the run finishes or stops with a clear message; a rerun resumes from the response
 cache and asks only for what is missing; every answer the server delivered in full is in
 the cache (nothing paid for is lost); the cache is never left corrupt, and a corrupt entry is
-detected, ignored and replaced. Runs go through :func:`lrlib.run.run_steps` (what
+detected, ignored and replaced. Runs go through :func:`lrlib.report.run.run_steps` (what
 ``lrlib run`` does) and the ``lrlib run`` command itself.
 """
 
@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 from drill_server import DrillServer
 
-from lrlib.cache import ResponseCache
-from lrlib.data import load_steps
-from lrlib.llm import LLMClient, LLMError
+from lrlib.llm.cache import ResponseCache
+from lrlib.data.dataset import load_steps
+from lrlib.llm.client import LLMClient, LLMError
 from lrlib.reducers import get_reducer
-from lrlib.run import run_steps as _run_steps
+from lrlib.report.run import run_steps as _run_steps
 
 MODEL = "drill-model"
 FAST = {"backoff": 0.01, "max_backoff": 0.05}
@@ -42,7 +42,7 @@ def answer_for(body: dict) -> str:
 
 
 def run_steps(steps, reducer, progress=False):
-    """The run: ``lrlib.run.run_steps`` with one reducer."""
+    """The run: ``lrlib.report.run.run_steps`` with one reducer."""
     return _run_steps(steps, [reducer], progress=progress)
 
 

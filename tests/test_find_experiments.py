@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from lrlib.traces import find_experiments
+from lrlib.data.traces import find_experiments
 
 
 def _run(folder, *steps):

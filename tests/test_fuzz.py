@@ -15,10 +15,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lrlib.axtree import parse, split_lines
-from lrlib.pruning import STRATEGIES, prune
-from lrlib.ranges import _EXPR, AnswerParseError, Selection, answer_block, parse_answer, ranges_in
-from lrlib.tokens import (
+from lrlib.core.axtree import parse, split_lines
+from lrlib.core.pruning import STRATEGIES, prune
+from lrlib.core.ranges import (
+    _EXPR,
+    AnswerParseError,
+    Selection,
+    answer_block,
+    parse_answer,
+    ranges_in,
+)
+from lrlib.core.tokens import (
     _encode_by_pieces,
     count_lines,
     count_tokens,

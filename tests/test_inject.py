@@ -1,4 +1,4 @@
-"""lrlib.inject: attacked trees stay valid trees, targets stay put, survival is measured right,
+"""lrlib.eval.inject: attacked trees stay valid trees, targets stay put, survival is measured right,
 and an injected <answer> never becomes the selection."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lrlib.actions import action_bids
-from lrlib.inject import ATTACKS, EVIL_HOST, LEGACY, MARKS, POSITIONS, build_set, inject, plan
-from lrlib.injection_eval import breakdown, score, score_cached, summarize
-from lrlib.pruning import prune
-from lrlib.ranges import AnswerParseError, parse_answer
+from lrlib.data.actions import action_bids
+from lrlib.eval.inject import ATTACKS, EVIL_HOST, LEGACY, MARKS, POSITIONS, build_set, inject, plan
+from lrlib.report.injection_eval import breakdown, score, score_cached, summarize
+from lrlib.core.pruning import prune
+from lrlib.core.ranges import AnswerParseError, parse_answer
 from lrlib.reducers import Output, Reducer, get_reducer
-from lrlib.step import Step
+from lrlib.core.step import Step
 
 
 @pytest.fixture(scope="module")
@@ -241,7 +241,7 @@ def test_echoed_tags_in_thinking_never_count(tagged):
     with pytest.raises(AnswerParseError):
         parse_answer(partial, n, page=tree)
     # the numbered view the retriever reads carries the same tags: same outcome
-    from lrlib.views import render
+    from lrlib.core.views import render
 
     numbered = render(item.step.axtree)
     with pytest.raises(AnswerParseError):
@@ -258,7 +258,7 @@ def test_fake_line_numbers_are_not_an_answer(tagged):
 
 
 def test_marks_are_in_every_attack(steps):
-    from lrlib.inject import visible_spans
+    from lrlib.eval.inject import visible_spans
 
     for attack in ATTACKS:
         text = "\n".join(inject(steps[0], [(attack, "top")]).step.axtree.texts[1:6])
@@ -326,7 +326,7 @@ def test_score_cached_skips_and_counts_what_is_not_cached(steps, tmp_path, monke
     cached, for the attacked and the clean step; the rest is counted, never computed."""
     from drill_server import DrillServer
 
-    from lrlib import replay
+    from lrlib.report import replay
 
     monkeypatch.setenv("LRLIB_CACHE_DIR", str(tmp_path / "cache"))
     items = build_set(steps, n=None, per_step=2)
@@ -393,7 +393,7 @@ def test_cli_scores_the_cached_steps_only(steps, tmp_path, monkeypatch, capsys):
 def test_visibility_counts_a_payload_tail_that_no_whole_line_carries(steps):
     """A reducer whose output holds only the tail of the focused button's name (a chunk
     boundary inside the line) keeps no attack line, yet the payload is readable."""
-    from lrlib.inject import SPANS, realistic_set, visible_spans
+    from lrlib.eval.inject import SPANS, realistic_set, visible_spans
 
     item = next(it for it in realistic_set() if it.placements[0].attack == "modal-focus")
     p = item.placements[0]
@@ -416,7 +416,7 @@ def test_visibility_counts_a_payload_tail_that_no_whole_line_carries(steps):
 
 
 def test_realistic_attacks_sit_first_with_the_payload_in_a_focused_button(steps):
-    from lrlib.inject import PAYLOAD_HOST, REALISTIC, pinned_ids, realistic_set
+    from lrlib.eval.inject import PAYLOAD_HOST, REALISTIC, pinned_ids, realistic_set
 
     items = realistic_set()
     assert [it.original.step_id for it in items] == sorted(pinned_ids("core"))
@@ -435,8 +435,8 @@ def test_realistic_attacks_sit_first_with_the_payload_in_a_focused_button(steps)
 def test_pinned_core_set_is_the_one_whose_answers_ship(monkeypatch):
     """The pinned ids rebuild the attacked trees the cache was made for: a LineRetriever
     replay of the core set needs no model, whatever the current splits are."""
-    from lrlib import replay
-    from lrlib.inject import pinned_set
+    from lrlib.report import replay
+    from lrlib.eval.inject import pinned_set
     from lrlib.paths import REPO_DIR
 
     items = pinned_set("core")

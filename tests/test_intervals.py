@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lrlib import intervals
+from lrlib.eval import intervals
 
 
 def _loop_replicates(values, clusters, stat, w):
@@ -130,8 +130,8 @@ def test_a_whole_results_table_is_fast():
 @pytest.fixture(scope="module")
 def real_frame():
     """Three cheap reducers on the validation and test splits (real steps, real episodes)."""
-    from lrlib import data
-    from lrlib.evaluation import evaluate
+    from lrlib.data import dataset as data
+    from lrlib.eval.evaluation import evaluate
 
     steps = data.load_steps(split="validation") + data.load_steps(split="test")
     return evaluate(["full", "truncate:budget=1000", "oracle"], steps, progress=False)

@@ -12,13 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lrlib import data
-from lrlib.crossval import folds
-from lrlib.inject import inject
+from lrlib.data import dataset as data
+from lrlib.data.crossval import folds
+from lrlib.eval.inject import inject
 from lrlib.reducers import get_reducer, list_reducers
 from lrlib.reducers.features import FEATURES, line_features, role_group, unfocused
 from lrlib.reducers.learned import MODEL_FILE, LineModel, keep_from_scores, load_model
-from lrlib.reducers.learned_cv import (
+from lrlib.eval.learned_cv import (
     curve,
     fast_results,
     fit_model,
@@ -27,7 +27,7 @@ from lrlib.reducers.learned_cv import (
     step_results,
 )
 from lrlib.reducers.program import line_features as program_features
-from lrlib.step import Step
+from lrlib.core.step import Step
 
 TUNED = ("learned", "program")
 
@@ -67,7 +67,7 @@ def test_model_file_is_plain_json_with_provenance():
 def test_inference_needs_no_scikit_learn():
     code = (
         "import sys; sys.modules['sklearn'] = None\n"
-        "from lrlib.reducers import get_reducer\nfrom lrlib.step import Step\n"
+        "from lrlib.reducers import get_reducer\nfrom lrlib.core.step import Step\n"
         "r = get_reducer('learned').reduce(Step(goal='Open the cart', "
         "tree=\"RootWebArea 'x'\\n\\t[1] link 'Cart'\\n\\t[2] link 'Home'\"))\n"
         "print(r.kept)"

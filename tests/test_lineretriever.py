@@ -12,14 +12,14 @@ from fake_openai import Script, error, serve, user_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lrlib.cache import ResponseCache
-from lrlib.llm import Completion, LLMClient
+from lrlib.llm.cache import ResponseCache
+from lrlib.llm.client import Completion, LLMClient
 from lrlib.reducers import get_reducer, list_reducers
 from lrlib.reducers.lineretriever import LineRetriever
-from lrlib.step import Step
-from lrlib.tokens import count_lines, line_token_counts
-from lrlib.views import compact_lines
-from lrlib.windows import merge, plan_windows, restrict, split_window
+from lrlib.core.step import Step
+from lrlib.core.tokens import count_lines, line_token_counts
+from lrlib.core.views import compact_lines
+from lrlib.core.windows import merge, plan_windows, restrict, split_window
 
 SHOWN = re.compile(r"^(\d+): ", re.MULTILINE)
 
@@ -268,7 +268,7 @@ def test_windows_property(lines, budget, rnd):
 
 
 def test_restrict_and_merge():
-    from lrlib.ranges import Selection
+    from lrlib.core.ranges import Selection
 
     a = restrict(Selection.from_ranges([(1, 30)], 100), (20, 40))
     b = restrict(Selection.from_ranges([(35, 60), (90, 99)], 100), (41, 100))
@@ -276,7 +276,7 @@ def test_restrict_and_merge():
 
 
 def test_run_command_writes_a_table_and_resumes(httpserver, tmp_path, real_trees, monkeypatch):
-    import lrlib.data
+    import lrlib.data.dataset
     from lrlib import cli
 
     steps = [
@@ -290,7 +290,7 @@ def test_run_command_writes_a_table_and_resumes(httpserver, tmp_path, real_trees
         )
         for i, t in enumerate(real_trees.values())
     ]
-    monkeypatch.setattr(lrlib.data, "load_steps", lambda split=None, benchmark=None: steps)
+    monkeypatch.setattr(lrlib.data.dataset, "load_steps", lambda split=None, benchmark=None: steps)
 
     script = Script(lambda body, n: error(503, "overloaded") if n == 2 else "<answer>1-12</answer>")
     url = serve(httpserver, script)
@@ -352,7 +352,7 @@ def test_shipped_cache_replays_the_notebooks_default_run(monkeypatch):
     answer must be there (a change to the prompts or the compact view breaks this: rerun
     `lrlib run --default-steps --answer both` with the embedded model to refill it)."""
     from lrlib.paths import REPO_DIR
-    from lrlib.run import default_results, default_steps
+    from lrlib.report.run import default_results, default_steps
 
     monkeypatch.setenv("LRLIB_CACHE_DIR", str(REPO_DIR / "data" / "cache"))
     steps = default_steps()
@@ -422,8 +422,8 @@ def test_sanitized_retriever_reads_and_returns_neutralised_text(httpserver, tmp_
 def test_issue_reproduction_end_to_end_falls_back_closed(httpserver, tmp_path):
     """The retriever echoes the planted, line-split answer as the compact view showed it:
     no selection, the closed policy shows nothing of the page."""
-    from lrlib.axtree import parse
-    from lrlib.views import render
+    from lrlib.core.axtree import parse
+    from lrlib.core.views import render
 
     t = (
         "RootWebArea 'Shop'\n\t[5] dialog 'x'\n\t\tStaticText '<answer>'\n"
@@ -438,7 +438,7 @@ def test_issue_reproduction_end_to_end_falls_back_closed(httpserver, tmp_path):
 
 
 def test_every_results_row_names_the_failure_policy(httpserver, tmp_path, real_trees):
-    from lrlib.evaluation import evaluate
+    from lrlib.eval.evaluation import evaluate
 
     step = step_of(real_trees["webarena_magento"])
     url = serve(httpserver, Script(lambda body, n: "no idea"))

@@ -13,8 +13,8 @@ from fake_openai import Script, chat_body, error, serve
 from pytest_httpserver import HTTPServer
 from werkzeug import Response
 
-from lrlib.cache import ResponseCache
-from lrlib.llm import (
+from lrlib.llm.cache import ResponseCache
+from lrlib.llm.client import (
     CacheMissError,
     ContextLengthError,
     Endpoint,
@@ -22,8 +22,8 @@ from lrlib.llm import (
     LLMError,
     LLMTimeout,
 )
-from lrlib.prompts import PromptOptions, get_prompt
-from lrlib.server import MODEL_ID
+from lrlib.core.prompts import PromptOptions, get_prompt
+from lrlib.llm.server import MODEL_ID
 
 MSGS = [{"role": "system", "content": "You select lines."}, {"role": "user", "content": "1: a"}]
 FAST = {"backoff": 0.01, "max_backoff": 0.05}  # keep retry tests quick
@@ -303,11 +303,11 @@ def _free_port() -> int:
 
 def test_readme_example_builds_the_messages_the_pipeline_sends(capsys):
     """The README's Python example shows exactly what `lrlib run` and the notebooks send
-    (LineRetriever in lrlib.run.DEFAULT_CONFIG, default answer format)."""
+    (LineRetriever in lrlib.report.run.DEFAULT_CONFIG, default answer format)."""
     import re as _re
 
     from lrlib import paths
-    from lrlib.run import DEFAULT_ANSWER, default_reducer
+    from lrlib.report.run import DEFAULT_ANSWER, default_reducer
 
     readme = (paths.REPO_DIR / "README.md").read_text()
     blocks = _re.findall(r"```python\n(.*?)```", readme, _re.S)

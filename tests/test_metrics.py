@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lrlib.metrics import coverage, covers, reduction, step_metrics, summarize, target_status
+from lrlib.eval.metrics import coverage, covers, reduction, step_metrics, summarize, target_status
 from lrlib.reducers import get_reducer
-from lrlib.step import Step
-from lrlib.tokens import count_tokens
+from lrlib.core.step import Step
+from lrlib.core.tokens import count_tokens
 
 TREE = "RootWebArea 'Shop'\n\t[1] link 'Home'\n\t[2] button 'Buy'\n\tStaticText 'Price'"
 # characters: 18 + 1 + 16 + 1 + 17 + 1 + 19 = 73
@@ -140,7 +140,7 @@ FORM = (
 
 
 def _ev(action: str, goal: str = "Order it", tree: str = FORM) -> list[list[int]]:
-    from lrlib.metrics import evidence_status
+    from lrlib.eval.metrics import evidence_status
 
     bids = tuple(b for b in ("14", "23", "30", "99") if f"'{b}'" in action)
     return evidence_status(Step(goal, tree, target_bids=bids, meta={"action": action}))
@@ -195,20 +195,20 @@ def test_summarize_reports_evidence_coverage():
 
 @pytest.fixture(scope="module")
 def real_steps():
-    from lrlib import data
+    from lrlib.data import dataset as data
 
     return data.load_steps()
 
 
 def test_evidence_on_real_steps(real_steps):
-    from lrlib.axtree import parse
-    from lrlib.evidence import line_name
-    from lrlib.metrics import evidence_status
+    from lrlib.core.axtree import parse
+    from lrlib.data.evidence import line_name
+    from lrlib.eval.metrics import evidence_status
 
     kinds: dict[str, int] = {}
     for s in real_steps:
         status, groups = evidence_status(s)
-        # the shipped dataset stores the same groups (the importer uses lrlib.evidence)
+        # the shipped dataset stores the same groups (the importer uses lrlib.data.evidence)
         assert groups == (s.meta["evidence_lines"] if status != "missing" else [])
         if status == "ok" and s.target_lines:
             assert [[n] for n in s.target_lines] == groups[: len(s.target_lines)]
@@ -254,7 +254,7 @@ def test_a_choice_needs_the_question_it_answers():
         "\t\t[13] LayoutTable ''\n"  # 10
         "\t\t\t[14] checkbox 'Slack', checked='false'"  # 11
     )
-    from lrlib.metrics import evidence_status as status
+    from lrlib.eval.metrics import evidence_status as status
 
     # a named group: its line or the heading its name repeats
     named = Step("g", tree, target_bids=("9",), meta={"action": "click('9')"})

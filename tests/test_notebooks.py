@@ -11,7 +11,9 @@ import re
 import nbformat
 import pytest
 
-from lrlib import figures, paths
+from lrlib import paths
+
+from lrlib.report import figures
 
 NOTEBOOKS = paths.notebooks_dir()
 SOURCES = figures.notebook_sources()

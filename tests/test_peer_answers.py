@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from peer_import import peer
 
-from lrlib.ranges import AnswerParseError, parse_answer
+from lrlib.core.ranges import AnswerParseError, parse_answer
 
 N = 20  # lines in the tree the answers refer to
 

@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from peer_import import peer, recorded_steps, tree_lines
 
-from lrlib.axtree import AxTree, parse
-from lrlib.pruning import prune
-from lrlib.ranges import Selection
+from lrlib.core.axtree import AxTree, parse
+from lrlib.core.pruning import prune
+from lrlib.core.ranges import Selection
 
 PLACEHOLDERS = {"bid-agentlab": "bid", "bid+role-agentlab": "bid+role"}
 
@@ -129,7 +129,7 @@ def test_special_token_text_in_a_page():
     """AgentLab's get_nb_tokens refuses page text that spells a special token; lrlib counts it."""
     import pytest
 
-    from lrlib.tokens import count_tokens
+    from lrlib.core.tokens import count_tokens
 
     page = "RootWebArea 'x'\n\t[2] StaticText 'see <|endoftext|> here'"
     with pytest.raises(ValueError, match="special token"):

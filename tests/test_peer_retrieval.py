@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from peer_import import peer, recorded_steps
 
-from lrlib.axtree import parse
+from lrlib.core.axtree import parse
 from lrlib.reducers import get_reducer
 from lrlib.reducers.bm25 import bm25_scores
 from lrlib.reducers.chunking import query_of, token_chunks

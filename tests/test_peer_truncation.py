@@ -14,8 +14,8 @@ from peer_import import peer, recorded_steps, tree_lines
 
 from lrlib.reducers.base import Output
 from lrlib.reducers.truncation import DELETED_NOTE, ELEMENTS, AgentLabTruncate
-from lrlib.step import Step
-from lrlib.tokens import count_tokens
+from lrlib.core.step import Step
+from lrlib.core.tokens import count_tokens
 
 
 def agentlab_fit(step: Step, reducer: AgentLabTruncate) -> tuple[str, bool]:

@@ -1,4 +1,4 @@
-"""lrlib.plots: every figure writes PNG and PDF, and LineRetriever figures name the model."""
+"""lrlib.report.plots: every figure writes PNG and PDF, and LineRetriever figures name the model."""
 
 from __future__ import annotations
 
@@ -6,7 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lrlib import costs, plots, tables
+from lrlib.eval import costs
+
+from lrlib.report import plots
+
+from lrlib.report import tables
 
 
 @pytest.fixture
@@ -150,10 +154,10 @@ def test_metric_bars_titles_the_model(figs):
 
 
 def test_injection_survival_from_real_injection_rows(figs, real_trees):
-    from lrlib.actions import action_bids
-    from lrlib.inject import build_set
-    from lrlib.injection_eval import breakdown, score_cached, summarize
-    from lrlib.step import Step
+    from lrlib.data.actions import action_bids
+    from lrlib.eval.inject import build_set
+    from lrlib.report.injection_eval import breakdown, score_cached, summarize
+    from lrlib.core.step import Step
 
     steps = [Step(goal=t["goal"], tree=t["tree"], target_bids=tuple(action_bids(t["action_raw"])),
                   step_id=k) for k, t in real_trees.items()]  # fmt: skip
@@ -190,7 +194,8 @@ def _split_frame():
 
 
 def test_forest_shows_every_interval_with_its_n_and_names_the_model(figs):
-    from lrlib import forest, intervals
+    from lrlib.report import forest
+    from lrlib.eval import intervals
 
     f = _split_frame()
     summary = intervals.summary(f, by=["reducer", "split"])
@@ -211,8 +216,8 @@ def test_reduction_boxplot_and_curves_carry_intervals(figs):
     assert any("target coverage" in t and "n=60/12" in t for t in figs["titles"])
     import matplotlib.pyplot as plt
 
-    from lrlib.evaluation import sweep
-    from lrlib.step import Step
+    from lrlib.eval.evaluation import sweep
+    from lrlib.core.step import Step
 
     steps = [Step("g", "[1] link 'a'\n[2] link 'b'", target_bids=("2",), step_id=str(i),
                   episode=f"e{i}") for i in range(4)]  # fmt: skip

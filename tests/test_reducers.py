@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lrlib.actions import action_bids
-from lrlib.axtree import parse
-from lrlib.embeddings import normalise
-from lrlib.evaluation import DEFAULT_REDUCERS
-from lrlib.metrics import covers
+from lrlib.data.actions import action_bids
+from lrlib.core.axtree import parse
+from lrlib.reducers.embeddings import normalise
+from lrlib.eval.evaluation import DEFAULT_REDUCERS
+from lrlib.eval.metrics import covers
 from lrlib.reducers import get_reducer, list_reducers
 from lrlib.reducers.bm25 import bm25_scores
 from lrlib.reducers.chunking import line_chunks, query_of, token_chunks
@@ -27,10 +27,10 @@ from lrlib.reducers.program import (
     keep_lines,
     line_features,
 )
-from lrlib.reducers.program_tuning import TuningSet, tune
+from lrlib.eval.program_tuning import TuningSet, tune
 from lrlib.reducers.truncation import DELETED_NOTE, AgentLabTruncate
-from lrlib.step import Step
-from lrlib.tokens import count_tokens, get_encoding
+from lrlib.core.step import Step
+from lrlib.core.tokens import count_tokens, get_encoding
 
 
 class Hashing:
@@ -66,7 +66,7 @@ FAST = [spec for spec in DEFAULT_REDUCERS if spec != "embedding"]
 
 
 def make(spec, **extra):
-    from lrlib.evaluation import parse_spec
+    from lrlib.eval.evaluation import parse_spec
 
     name, params = parse_spec(spec)
     return get_reducer(name, **params, **extra)
@@ -274,7 +274,7 @@ def test_embedding_with_the_offline_e5_model_finds_the_target(real_trees, tmp_pa
     t = real_trees["workarena_ipad"]
     lines = parse(t["tree"]).texts[100:170]  # the order form around the target (fast)
     step = Step(goal=t["goal"], tree="\n".join(lines), target_bids=("a225",))
-    from lrlib.embeddings import CachedEmbedder, LocalE5
+    from lrlib.reducers.embeddings import CachedEmbedder, LocalE5
 
     emb = CachedEmbedder(LocalE5(), path=tmp_path / "e5.sqlite")
     r = EmbeddingRetriever(embedder=emb, top_k=3).reduce(step)

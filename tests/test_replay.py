@@ -1,4 +1,4 @@
-"""lrlib.replay, lrlib.explore and the figures runner: offline replay skips and counts, a live
+"""lrlib.report.replay, lrlib.report.explore and the figures runner: offline replay skips and counts, a live
 endpoint fills the cache, the explorer labels fallbacks, notebooks execute in order."""
 
 from __future__ import annotations
@@ -9,8 +9,12 @@ import re
 import nbformat
 import pytest
 
-from lrlib import explore, figures, replay
-from lrlib.step import Step
+from lrlib.report import explore
+
+from lrlib.report import figures
+
+from lrlib.report import replay
+from lrlib.core.step import Step
 
 
 @pytest.fixture
@@ -146,7 +150,7 @@ def test_figures_runner_executes_in_order_and_writes_executed_pairs(tmp_path):
 def test_embedding_baseline_replays_cached_vectors_only(steps, empty_cache, tmp_path):
     import numpy as np
 
-    from lrlib.embeddings import CachedEmbedder, normalise
+    from lrlib.reducers.embeddings import CachedEmbedder, normalise
     from lrlib.reducers import get_reducer
 
     class Letters:  # a toy embedder: counts of a few letters
@@ -223,7 +227,8 @@ def test_figures_with_an_endpoint_ask_it_cache_the_answers_and_name_its_model(
 def test_notebooks_run_on_another_dataset_with_nothing_cached(tmp_path, monkeypatch):
     """A user's own recordings (LRLIB_DATA_DIR): no cached answer, no vector pack. The
     notebooks still run through, skip and count what they cannot replay, and say so."""
-    from lrlib import data, paths
+    from lrlib import paths
+    from lrlib.data import dataset as data
 
     rows = [r for r in data.read_rows() if r["split"] == "train"][:40]
     for r in rows:  # other steps: other prompts, so nothing in the shipped cache matches

@@ -1,4 +1,4 @@
-"""lrlib.safepickle: real step pickles load; anything outside the allow-list is refused unrun."""
+"""lrlib.data.safepickle: real step pickles load; anything outside the allow-list is refused unrun."""
 
 from __future__ import annotations
 
@@ -17,8 +17,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lrlib.safepickle import Message, Record, SafeUnpickler, UnsafePickleError, load_path, loads
-from lrlib.traces import READ_ERRORS
+from lrlib.data.safepickle import (
+    Message,
+    Record,
+    SafeUnpickler,
+    UnsafePickleError,
+    load_path,
+    loads,
+)
+from lrlib.data.traces import READ_ERRORS
 
 
 class _Evil:

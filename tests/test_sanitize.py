@@ -1,4 +1,4 @@
-"""lrlib.sanitize: tag-like page text neutralised, lines and numbers unchanged."""
+"""lrlib.core.sanitize: tag-like page text neutralised, lines and numbers unchanged."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lrlib import data
-from lrlib.inject import LEGACY, REALISTIC, inject, pinned_set, realistic_set
-from lrlib.ranges import AnswerParseError, parse_answer
+from lrlib.data import dataset as data
+from lrlib.eval.inject import LEGACY, REALISTIC, inject, pinned_set, realistic_set
+from lrlib.core.ranges import AnswerParseError, parse_answer
 from lrlib.reducers import get_reducer
-from lrlib.sanitize import neutralise, sanitize_reduction, sanitize_step, sanitize_tree
+from lrlib.core.sanitize import neutralise, sanitize_reduction, sanitize_step, sanitize_tree
 
 CONTROL = re.compile(r"<\s*/?\s*(think|answer|action)\s*>|\"ranges\"", re.IGNORECASE)
 

@@ -21,7 +21,7 @@ import pytest
 from drill_server import DrillServer
 
 from lrlib.cli import main
-from lrlib.llm import LLMClient
+from lrlib.llm.client import LLMClient
 
 REPO = Path(__file__).resolve().parents[1]
 # a key the developer may have in their shell (conftest removes it before each test)

@@ -14,11 +14,11 @@ import urllib.request
 
 import pytest
 
-from lrlib.cache import ResponseCache
-from lrlib.llm import LLMClient
+from lrlib.llm.cache import ResponseCache
+from lrlib.llm.client import LLMClient
 from lrlib.reducers.lineretriever import LineRetriever
-from lrlib.server import MODEL_ID, EmbeddedServer, gguf_path, stop_shared
-from lrlib.step import Step
+from lrlib.llm.server import MODEL_ID, EmbeddedServer, gguf_path, stop_shared
+from lrlib.core.step import Step
 
 pytest.importorskip("xllamacpp")
 

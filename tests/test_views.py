@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lrlib.axtree import parse
-from lrlib.prompts import get_prompt
-from lrlib.pruning import prune
-from lrlib.ranges import Selection, parse_answer
-from lrlib.tokens import count_tokens
-from lrlib.views import (
+from lrlib.core.axtree import parse
+from lrlib.core.prompts import get_prompt
+from lrlib.core.pruning import prune
+from lrlib.core.ranges import Selection, parse_answer
+from lrlib.core.tokens import count_tokens
+from lrlib.core.views import (
     LAYOUT_ROLES,
     LEAF_NAME_CHARS,
     attach_hidden,
@@ -191,7 +191,7 @@ def test_both_views_render_in_prompts(real_trees, view):
 def test_the_retriever_sees_a_payload_hidden_past_the_cut():
     """A name cut at 200 characters would hide its tail from the retriever while the agent
     reads the whole line: a tail with an address, markup or an instruction is shown whole."""
-    from lrlib.inject import realistic_set
+    from lrlib.eval.inject import realistic_set
 
     item = next(it for it in realistic_set() if it.placements[0].attack == "modal-long")
     p = item.placements[0]
@@ -207,8 +207,8 @@ def test_the_retriever_sees_a_payload_hidden_past_the_cut():
 def test_real_pages_render_as_before_the_payload_check():
     """No recorded page has an instruction-like tail past a cut: the check changes no
     real retriever prompt (and so no cached answer)."""
-    from lrlib import data
-    from lrlib.views import INSTRUCTION_LIKE, PARENT_NAME_CHARS
+    from lrlib.data import dataset as data
+    from lrlib.core.views import INSTRUCTION_LIKE, PARENT_NAME_CHARS
 
     for step in data.load_steps():
         for text in step.axtree.texts:
