@@ -33,11 +33,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "lrlib.report.packs",
         "compute the notebooks' embeddings and write the vector pack",
     ),
-    "evaluate": ("lrlib.eval.evaluation", "evaluate reducers offline on the dataset"),
+    "evaluate": ("lrlib.report.evaluate_command", "evaluate reducers offline on the dataset"),
     "inject": ("lrlib.report.injection_eval", "build and score the prompt-injection benchmark"),
     "figures": ("lrlib.report.figures", "execute every notebook headlessly and rewrite figures/"),
     "cache": (
-        "lrlib.llm.cache",
+        "lrlib.report.cache_command",
         "show the answer caches; --refresh (maintainers) rewrites the shipped one",
     ),
 }

@@ -52,6 +52,7 @@ from lrlib.report import plots
 from lrlib.report import replay
 
 from lrlib.core import sanitize
+from lrlib.eval import sanitize_cost
 
 from lrlib.report import tables
 
@@ -199,8 +200,8 @@ print("recorded trees:", sanitize.counts(s.tree for s in steps))
 print("core attacked set:", sanitize.counts(it.step.tree for it in items))
 print("realistic set:", sanitize.counts(it.step.tree for it in realistic))
 validation = [s for s in steps if s.meta.get("split") == "validation"][: N_LARGE or None]
-display(sanitize.coverage_cost(validation, ["truncate", "bm25", "program"]))
-sanitize.coverage_cost([it.step for it in items], ["truncate", "bm25", "program"])
+display(sanitize_cost.coverage_cost(validation, ["truncate", "bm25", "program"]))
+sanitize_cost.coverage_cost([it.step for it in items], ["truncate", "bm25", "program"])
 
 # %% [markdown]
 # ## The reducers without a model on the wide set

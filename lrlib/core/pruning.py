@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from lrlib.core.axtree import _HEAD, AxTree, parse
-from lrlib.core.ranges import Selection
+from lrlib.core.selection import Selection
 
 Strategy = Literal[
     "remove", "structure", "bid", "bid+role", "remove-agentlab", "bid-agentlab", "bid+role-agentlab"

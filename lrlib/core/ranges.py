@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from itertools import islice
 from typing import Literal
 
 from lrlib.core.echo import TAG as _TAG
 from lrlib.core.echo import PageEcho, normalise, page_echo
+from lrlib.core.selection import _HUGE, Selection
 
 AnswerMode = Literal["tags", "json"]
 Page = str | Sequence[str] | None  # what the model was shown: one text or several renderings
@@ -47,7 +47,6 @@ _EXPR = re.compile(
 )
 MAX_TAGS = 2_000  # more think/answer tags than this, with a page to check: not an answer
 _EXPR_CHARS = "*^/+_.eEbBoOxX"  # one of these is in every match of _EXPR
-_HUGE = 10**18  # numbers longer than 18 digits are treated as "beyond any tree"
 _ECHOED = "no <answer> block other than copies of the page's"
 # the start of a think/answer tag cut off by the end of the output ("</ans", "<answer  ")
 _PARTIAL_TAG = re.compile(
@@ -67,83 +66,6 @@ class AnswerParseError(ValueError):
         super().__init__(f"{reason}: {detail}")
         self.reason = reason
         self.detail = detail
-
-
-@dataclass(frozen=True)
-class Selection:
-    """Sorted, disjoint, inclusive 1-based line ranges within ``1..n_lines``."""
-
-    ranges: tuple[tuple[int, int], ...]
-    n_lines: int
-    truncated: bool = False  # the answer block was not closed (output cut off)
-
-    def __repr__(self) -> str:
-        return f"Selection({list(self.ranges)}, n_lines={self.n_lines})"
-
-    def __len__(self) -> int:
-        """Number of selected lines."""
-        return sum(b - a + 1 for a, b in self.ranges)
-
-    def __contains__(self, number: object) -> bool:
-        from bisect import bisect_right
-
-        if not isinstance(number, int):
-            return False
-        i = bisect_right(self.ranges, (number, _HUGE)) - 1
-        return i >= 0 and self.ranges[i][0] <= number <= self.ranges[i][1]
-
-    def __iter__(self) -> Iterator[int]:
-        for a, b in self.ranges:
-            yield from range(a, b + 1)
-
-    def lines(self) -> list[int]:
-        """Selected line numbers (at most ``n_lines`` of them)."""
-        return list(self)
-
-    @property
-    def fraction(self) -> float:
-        """Share of the tree's lines that are selected."""
-        return len(self) / self.n_lines if self.n_lines else 0.0
-
-    @classmethod
-    def from_ranges(
-        cls, ranges: Iterable[tuple[int, int]], n_lines: int, truncated: bool = False
-    ) -> Selection:
-        """Normalise raw pairs: swap reversed, clamp to 1..n_lines, drop outside, merge.
-
-        >>> Selection.from_ranges([(5, 3), (0, 0), (4, 99)], n_lines=10)
-        Selection([(3, 10)], n_lines=10)
-        """
-        kept = []
-        for a, b in ranges:
-            if a > b:
-                a, b = b, a
-            if b < 1 or a > n_lines:
-                continue
-            kept.append((max(a, 1), min(b, n_lines)))
-        kept.sort()
-        merged: list[tuple[int, int]] = []
-        for a, b in kept:
-            if merged and a <= merged[-1][1] + 1:
-                if b > merged[-1][1]:
-                    merged[-1] = (merged[-1][0], b)
-            else:
-                merged.append((a, b))
-        return cls(tuple(merged), n_lines, truncated)
-
-    @classmethod
-    def from_lines(cls, numbers: Iterable[int], n_lines: int) -> Selection:
-        """Selection of individual 1-based line numbers.
-
-        >>> Selection.from_lines([3, 1, 2, 7], n_lines=9).ranges
-        ((1, 3), (7, 7))
-        """
-        return cls.from_ranges(((n, n) for n in numbers), n_lines)
-
-    @classmethod
-    def all(cls, n_lines: int) -> Selection:
-        """Every line."""
-        return cls(((1, n_lines),) if n_lines else (), n_lines)
 
 
 def _int(token: str) -> int:

@@ -32,13 +32,19 @@ from itertools import chain, compress, filterfalse, islice
 
 import numpy as np
 
-from lrlib.core.bpe import (
+from lrlib.core.bpe import (  # noqa: F401  (re-exported: lrlib.core.tokens is where callers find them)
     DEFAULT_ENCODING,
+    TokenizerUnavailable,
     _counter,
+    _encode_by_pieces,
     _ends_with_newline,
+    _fast,
+    _seed_tiktoken_cache,
     _token_bytes,
+    backend_name,
     count_each,
     encode_many,
+    get_encoding,
 )
 from lrlib.core.bpe import count as _count
 from lrlib.core.bpe import encode as _encode

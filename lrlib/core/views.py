@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 from lrlib.core.axtree import NUMBER_FORMAT, AxTree
-from lrlib.core.ranges import Selection
+from lrlib.core.selection import Selection
 
 # a view returns one entry per line: the text to show, or None to hide the line
 View = Callable[[AxTree], list[str | None]]

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from lrlib.core.axtree import NUMBER_FORMAT, AxTree
-from lrlib.core.ranges import Selection
+from lrlib.core.selection import Selection
 from lrlib.core.tokens import DEFAULT_ENCODING, line_token_counts
 from lrlib.core.views import get_view
 

@@ -32,9 +32,8 @@ import random
 import time
 import weakref
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 from lrlib.core.tokens import count_tokens
 from lrlib.llm.cache import ResponseCache, request_key
@@ -50,11 +49,12 @@ from lrlib.llm.errors import (
     RETRYABLE,
     CacheMissError,
     ContextLengthError,
+    Endpoint,
     LLMError,
     LLMTimeout,
     classify,
 )
-from lrlib.llm.server import MODEL_ID, shared_parallel, shared_server
+from lrlib.llm.server import shared_parallel, shared_server
 
 __all__ = [
     "TOKEN_RATIO",
@@ -72,49 +72,6 @@ T = TypeVar("T")
 # tokens of the model per o200k token, to estimate prompt sizes offline (measured on
 # numbered AxTree prompts: SmolLM2's tokenizer needs 1.27-1.51x; a margin on top)
 TOKEN_RATIO = {"embedded": 1.6, "openai": 1.0, "compatible": 1.3}
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """Where requests go. ``kind``: ``embedded``, ``openai`` or ``compatible``; the key
-    never appears in ``repr`` (nor in the cache)."""
-
-    kind: str
-    model: str
-    base_url: str | None = None  # None for the embedded server until it starts
-    api_key: str | None = field(default=None, repr=False)
-
-    @classmethod
-    def resolve(
-        cls, model: str | None = None, base_url: str | None = None, api_key: str | None = None
-    ) -> Endpoint:
-        """Fill in from ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, ``LRLIB_MODEL``/``OPENAI_MODEL``.
-
-        >>> Endpoint.resolve("llama3", "http://localhost:8000/v1").kind
-        'compatible'
-        """
-        env = os.environ
-        base_url = base_url or env.get("OPENAI_BASE_URL") or None
-        api_key = api_key or env.get("OPENAI_API_KEY") or None
-        model = model or env.get("LRLIB_MODEL") or env.get("OPENAI_MODEL") or None
-        if base_url is None and api_key is None:
-            if model not in (None, MODEL_ID):
-                raise LLMError(
-                    f"model {model!r} needs an endpoint: set OPENAI_BASE_URL (and OPENAI_API_KEY "
-                    f"if it wants one), or leave the model unset for the embedded {MODEL_ID}"
-                )
-            return cls("embedded", MODEL_ID)
-        if not model:
-            raise LLMError(
-                f"no model named for the endpoint {base_url or 'api.openai.com'}: pass --model "
-                "NAME (model=... in Python) or set LRLIB_MODEL (e.g. LRLIB_MODEL=gpt-4.1-mini)"
-            )
-        host = urlsplit(base_url).hostname if base_url else "api.openai.com"
-        if model == MODEL_ID:
-            kind = "embedded"  # `lrlib serve` elsewhere: the same weights, the same answers
-        else:
-            kind = "openai" if host == "api.openai.com" else "compatible"
-        return cls(kind, model, base_url, api_key)
 
 
 @dataclass

@@ -17,12 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from lrlib.llm.errors import LLMError
-
-if TYPE_CHECKING:
-    from lrlib.llm.client import Endpoint
+from lrlib.llm.errors import Endpoint, LLMError
 
 
 @dataclass(frozen=True)

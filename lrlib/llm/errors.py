@@ -1,4 +1,4 @@
-"""What a failed LLM request is: the :class:`LLMError` taxonomy, and :func:`classify`, which
+"""Where an LLM request goes (:class:`Endpoint`) and what a failed one is: the :class:`LLMError` taxonomy, and :func:`classify`, which
 turns a transport error (openai exception, timeout, dropped connection, cut-off body) into one
 with a message that says what to fix.
 
@@ -13,12 +13,11 @@ Each error has a ``kind``; the kinds in :data:`RETRYABLE` are transient and
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import os
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from lrlib.llm.server import MODEL_ID
-
-if TYPE_CHECKING:
-    from lrlib.llm.client import Endpoint
 
 # the error kinds worth another attempt: the same request may well succeed later
 RETRYABLE = frozenset({"timeout", "rate_limit", "server", "connection", "malformed"})
@@ -150,3 +149,46 @@ def _retry_after(exc: Exception) -> float | None:
         return float(value) if value is not None else None
     except ValueError:
         return None
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where requests go. ``kind``: ``embedded``, ``openai`` or ``compatible``; the key
+    never appears in ``repr`` (nor in the cache)."""
+
+    kind: str
+    model: str
+    base_url: str | None = None  # None for the embedded server until it starts
+    api_key: str | None = field(default=None, repr=False)
+
+    @classmethod
+    def resolve(
+        cls, model: str | None = None, base_url: str | None = None, api_key: str | None = None
+    ) -> Endpoint:
+        """Fill in from ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, ``LRLIB_MODEL``/``OPENAI_MODEL``.
+
+        >>> Endpoint.resolve("llama3", "http://localhost:8000/v1").kind
+        'compatible'
+        """
+        env = os.environ
+        base_url = base_url or env.get("OPENAI_BASE_URL") or None
+        api_key = api_key or env.get("OPENAI_API_KEY") or None
+        model = model or env.get("LRLIB_MODEL") or env.get("OPENAI_MODEL") or None
+        if base_url is None and api_key is None:
+            if model not in (None, MODEL_ID):
+                raise LLMError(
+                    f"model {model!r} needs an endpoint: set OPENAI_BASE_URL (and OPENAI_API_KEY "
+                    f"if it wants one), or leave the model unset for the embedded {MODEL_ID}"
+                )
+            return cls("embedded", MODEL_ID)
+        if not model:
+            raise LLMError(
+                f"no model named for the endpoint {base_url or 'api.openai.com'}: pass --model "
+                "NAME (model=... in Python) or set LRLIB_MODEL (e.g. LRLIB_MODEL=gpt-4.1-mini)"
+            )
+        host = urlsplit(base_url).hostname if base_url else "api.openai.com"
+        if model == MODEL_ID:
+            kind = "embedded"  # `lrlib serve` elsewhere: the same weights, the same answers
+        else:
+            kind = "openai" if host == "api.openai.com" else "compatible"
+        return cls(kind, model, base_url, api_key)

@@ -1,4 +1,4 @@
-"""The one interface every reducer follows, and the registry of named reducers.
+"""The one interface every reducer follows (the registry of names is :mod:`lrlib.reducers.registry`).
 
 A reducer takes a :class:`~lrlib.core.step.Step` and returns a :class:`Reduction`: the kept
 lines, the reduced text, token counts before and after, latency, and for model-based
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -108,41 +107,3 @@ class Reducer(ABC):
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self._params.items())
         return f"{type(self).__name__}({args})"
-
-
-_REGISTRY: dict[str, Callable[..., Reducer]] = {}
-
-
-def register_reducer(
-    name: str, factory: Callable[..., Reducer] | None = None, *, overwrite: bool = False
-):
-    """Register a reducer class or factory under ``name`` (usable as a decorator)."""
-
-    def add(f: Callable[..., Reducer]) -> Callable[..., Reducer]:
-        if name in _REGISTRY and not overwrite:
-            raise ValueError(f"reducer {name!r} exists; pass overwrite=True to replace it")
-        _REGISTRY[name] = f
-        return f
-
-    return add(factory) if factory is not None else add
-
-
-def get_reducer(name: str, **params: Any) -> Reducer:
-    """Build the reducer registered as ``name``; the error lists the valid names."""
-    from lrlib.reducers import _load_builtins
-
-    _load_builtins()
-    if name not in _REGISTRY:
-        raise KeyError(f"unknown reducer {name!r}; valid reducers: {', '.join(sorted(_REGISTRY))}")
-    from lrlib.reducers import check_options
-
-    check_options(name, params)  # a misspelled option fails here, not silently
-    return _REGISTRY[name](**params)
-
-
-def list_reducers() -> list[str]:
-    """Names of the registered reducers."""
-    from lrlib.reducers import _load_builtins
-
-    _load_builtins()
-    return sorted(_REGISTRY)

@@ -30,8 +30,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from lrlib.core.step import Step
-from lrlib.reducers.base import Output, Reducer, register_reducer
+from lrlib.reducers.base import Output, Reducer
 from lrlib.reducers.chunking import chunks_of, chunks_output, lines_output, query_of
+from lrlib.reducers.registry import register_reducer
 
 
 def bm25_scores(documents: Sequence[str], query: str) -> np.ndarray:

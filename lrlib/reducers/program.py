@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from lrlib.core.step import Step
-from lrlib.reducers.base import Output, Reducer, register_reducer
+from lrlib.reducers.base import Output, Reducer
 from lrlib.reducers.chunking import lines_output
 from lrlib.reducers.features import (
     goal_terms,
@@ -63,6 +63,7 @@ from lrlib.reducers.features import (
     term_matcher,
     unfocused,
 )
+from lrlib.reducers.registry import register_reducer
 
 __all__ = [
     "PARAMS_FILE", "Features", "Knobs", "Program", "goal_terms", "keep_lines", "line_features",

@@ -16,8 +16,9 @@ import hashlib
 import random
 
 from lrlib.core.step import Step
-from lrlib.reducers.base import Output, Reducer, register_reducer
+from lrlib.reducers.base import Output, Reducer
 from lrlib.reducers.chunking import lines_output
+from lrlib.reducers.registry import register_reducer
 
 
 @register_reducer("full")

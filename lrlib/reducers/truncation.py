@@ -29,7 +29,8 @@ from itertools import accumulate
 
 from lrlib.core.step import Step
 from lrlib.core.tokens import count_tokens, get_encoding, truncate_bottom
-from lrlib.reducers.base import Output, Reducer, register_reducer
+from lrlib.reducers.base import Output, Reducer
+from lrlib.reducers.registry import register_reducer
 
 DELETED_NOTE = "... Deleted {n} lines to reduce prompt size."  # AgentLab's Trunkater notice
 # GenericAgent's AXTree prompt element (visible-only, coordinates and visible-tag notes off)

@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lrlib import paths
+from lrlib.eval.evaluation import LLM_REDUCERS
 
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-LLM_REDUCERS = ("lineretriever",)
 _CI = (
     "coverage_lo",
     "coverage_hi",

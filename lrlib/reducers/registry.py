@@ -1,0 +1,112 @@
+"""The registry of named reducers: :func:`register_reducer` (a decorator), and
+:func:`get_reducer` / :func:`list_reducers`, which first import every module of the
+``lrlib/reducers/`` folder (so a reducer file registers itself by being there: no list to
+edit) and check a reducer's options against its constructor.
+
+>>> "full" in list_reducers()
+True
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from lrlib.reducers.base import Reducer
+
+PACKAGE = "lrlib.reducers"
+_loaded = False
+
+
+def _load_builtins() -> None:
+    """Import every module in the reducers folder once (each registers its reducers)."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for info in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        importlib.import_module(f"{PACKAGE}.{info.name}")
+
+
+_REGISTRY: dict[str, Callable[..., Reducer]] = {}
+
+
+def register_reducer(
+    name: str, factory: Callable[..., Reducer] | None = None, *, overwrite: bool = False
+):
+    """Register a reducer class or factory under ``name`` (usable as a decorator)."""
+
+    def add(f: Callable[..., Reducer]) -> Callable[..., Reducer]:
+        if name in _REGISTRY and not overwrite:
+            raise ValueError(f"reducer {name!r} exists; pass overwrite=True to replace it")
+        _REGISTRY[name] = f
+        return f
+
+    return add(factory) if factory is not None else add
+
+
+def get_reducer(name: str, **params: Any) -> Reducer:
+    """Build the reducer registered as ``name``; the error lists the valid names."""
+    _load_builtins()
+    if name not in _REGISTRY:
+        raise KeyError(f"unknown reducer {name!r}; valid reducers: {', '.join(sorted(_REGISTRY))}")
+    check_options(name, params)  # a misspelled option fails here, not silently
+    return _REGISTRY[name](**params)
+
+
+def list_reducers() -> list[str]:
+    """Names of the registered reducers."""
+    _load_builtins()
+    return sorted(_REGISTRY)
+
+
+def reducer_options(name: str) -> list[str] | None:
+    """The options the reducer ``name`` accepts, from its constructors' signatures (each
+    ``**kwargs`` followed up the class hierarchy to :class:`Reducer`); None when a
+    constructor takes open options that it checks itself (e.g. the program's knobs).
+
+    >>> reducer_options("truncate")
+    ['budget', 'encoding']
+    """
+    import inspect
+
+    _load_builtins()
+    factory = _REGISTRY[name]
+    names: set[str] = set()
+    for cls in getattr(factory, "__mro__", (factory,)):
+        init = cls.__dict__.get("__init__", cls) if isinstance(cls, type) else cls
+        if isinstance(cls, type) and "__init__" not in cls.__dict__:
+            continue
+        sig = inspect.signature(init)
+        names |= {
+            p.name
+            for p in sig.parameters.values()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self"
+        }
+        var = [p.name for p in sig.parameters.values() if p.kind is p.VAR_KEYWORD]
+        if cls is Reducer or not var:
+            return sorted(names)
+        if var[0] != "kwargs" or not isinstance(cls, type):  # open options: checked inside
+            return None
+    return sorted(names)
+
+
+def check_options(name: str, options: dict) -> None:
+    """Raise ValueError (listing the valid options) if ``options`` holds one that the
+    reducer ``name`` does not take.
+
+    >>> check_options("bm25", {"bogus": 3})
+    Traceback (most recent call last):
+    ...
+    ValueError: reducer 'bm25' has no option 'bogus'; valid options: encoding, markers, order, overlap, size, strategy, top_k, unit
+    """
+    valid = reducer_options(name)
+    unknown = sorted(set(options) - set(valid)) if valid is not None else []
+    if unknown:
+        raise ValueError(
+            f"reducer {name!r} has no option {', '.join(map(repr, unknown))}; "
+            f"valid options: {', '.join(valid)}"
+        )

@@ -1,0 +1,109 @@
+"""lrlib's layers: every import (top-level, in a function, or for type checking) goes to
+the same or an earlier layer, and no modules import each other in a circle.
+
+The order, earliest first (README, "Layout"): ``paths``/``runinfo`` < ``core`` < ``data``
+< ``llm`` < ``reducers`` < ``eval`` < ``report`` < ``cli``/``__main__``/``__init__``.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import lrlib
+
+ROOT = Path(lrlib.__file__).resolve().parent
+LAYERS = ["paths", "runinfo", "core", "data", "llm", "reducers", "eval", "report", "cli"]
+TOP = {"lrlib", "lrlib.__main__", "lrlib.cli"}  # the package's front door: may import anything
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for p in sorted(ROOT.rglob("*.py")):
+        name = ".".join(("lrlib", *p.with_suffix("").relative_to(ROOT).parts))
+        out[name.removesuffix(".__init__")] = p
+    return out
+
+
+def imports(mods: dict[str, Path]) -> dict[str, set[str]]:
+    """module -> the lrlib modules it imports anywhere in its code (docstrings excluded)."""
+    deps: dict[str, set[str]] = {}
+    for name, p in mods.items():
+        pkg = name if p.name == "__init__.py" else name.rsplit(".", 1)[0]
+        found = set()
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                mod = node.module or ""
+                if node.level:
+                    base = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                    mod = ".".join(base + ([node.module] if node.module else []))
+                subs = [f"{mod}.{a.name}" for a in node.names if f"{mod}.{a.name}" in mods]
+                found |= set(subs) or ({mod} if mod in mods else set())
+            elif isinstance(node, ast.Import):
+                found |= {a.name for a in node.names if a.name in mods}
+        deps[name] = found - {name}
+    return deps
+
+
+def layer(name: str) -> int:
+    part = name.split(".")[1] if name.count(".") else "cli"
+    return LAYERS.index(part if part in LAYERS else "cli")
+
+
+def cycles(deps: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in deps[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while (w := stack.pop()) != v:
+                comp.append(w)
+            if comp:
+                out.append(sorted([v, *comp]))
+
+    for v in deps:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_every_module_sits_in_a_layer() -> None:
+    mods = modules()
+    stray = [m for m in mods if m.count(".") and m.split(".")[1] not in LAYERS + ["__main__"]]
+    assert not stray, f"modules outside the layers: {stray}"
+
+
+def test_imports_follow_the_layer_order() -> None:
+    deps = imports(modules())
+    against = [
+        f"{m} (layer {LAYERS[layer(m)]}) imports {d} (layer {LAYERS[layer(d)]})"
+        for m, ds in sorted(deps.items())
+        if m not in TOP
+        for d in sorted(ds)
+        if layer(d) > layer(m)
+    ]
+    assert not against, "imports against the layer order:\n" + "\n".join(against)
+    print(f"{len(deps)} modules, {sum(map(len, deps.values()))} imports, 0 against the order")
+
+
+def test_no_import_cycles() -> None:
+    found = cycles(imports(modules()))
+    assert not found, f"import cycles: {found}"
+
+
+def test_the_checker_sees_a_violation_and_a_cycle() -> None:
+    deps = {"lrlib.core.a": {"lrlib.report.b"}, "lrlib.report.b": {"lrlib.core.a"}}
+    assert layer("lrlib.report.b") > layer("lrlib.core.a")
+    assert cycles(deps) == [["lrlib.core.a", "lrlib.report.b"]]
