@@ -38,12 +38,12 @@ from lrlib.data import dataset as data
 from lrlib.data.crossval import Fold, folds
 from lrlib.eval.evaluation import evaluate
 from lrlib.eval.intervals import interval
+from lrlib.eval.learned_cv import KNOB_KEYS, nested_cv, prepare, step_results
 from lrlib.eval.metrics import covers, covers_evidence
+from lrlib.eval.program_tuning import TuningSet, cross_validate, tune
 from lrlib.reducers import get_reducer
 from lrlib.reducers.learned import load_model
-from lrlib.eval.learned_cv import KNOB_KEYS, nested_cv, prepare, step_results
 from lrlib.reducers.program import Program
-from lrlib.eval.program_tuning import TuningSet, cross_validate, tune
 
 sys.path.insert(0, str(Path(__file__).parent))
 from train_learned import GRID, PRIORS  # noqa: E402  (the same knob grid and priors)

@@ -23,11 +23,9 @@ import argparse
 import time
 
 from lrlib.data import dataset as data
-
 from lrlib.eval import intervals
-
-from lrlib.report import replay
 from lrlib.eval.evaluation import all_reducers
+from lrlib.report import replay
 
 
 def bootstrap_everything(frame) -> int:

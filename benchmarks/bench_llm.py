@@ -24,8 +24,8 @@ from pathlib import Path
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
-from lrlib.llm.cache import ResponseCache
 from lrlib.data.dataset import load_steps
+from lrlib.llm.cache import ResponseCache
 from lrlib.llm.client import LLMClient
 from lrlib.reducers.lineretriever import LineRetriever
 

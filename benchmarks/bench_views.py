@@ -13,10 +13,10 @@ import re
 import statistics
 import time
 
-from lrlib.data.dataset import load_steps
 from lrlib.core.prompts import get_prompt
 from lrlib.core.tokens import count_tokens
 from lrlib.core.views import get_view, register_view
+from lrlib.data.dataset import load_steps
 
 URL = re.compile(r", url=(?:'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")")
 register_view("full-url", lambda tree: [URL.sub("", t) for t in tree.texts], overwrite=True)

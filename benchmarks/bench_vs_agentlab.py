@@ -43,10 +43,10 @@ from peer_import import PEER_DIR, available, peer  # noqa: E402
 
 from lrlib import tokens  # noqa: E402
 from lrlib.core.axtree import parse  # noqa: E402
-from lrlib.data.dataset import load_steps  # noqa: E402
 from lrlib.core.prompts import get_prompt  # noqa: E402
 from lrlib.core.pruning import prune  # noqa: E402
 from lrlib.core.ranges import parse_answer  # noqa: E402
+from lrlib.data.dataset import load_steps  # noqa: E402
 
 HISTORY = ["click('12')", "fill('40', 'x')"]
 

@@ -573,10 +573,10 @@ def run_episode(task: str, seed: int, env: Any, base: str) -> tuple[list[dict], 
 
 def episode_rows(task: str, seed: int, steps: list[dict]) -> list[dict]:
     """Rows in the dataset schema (:data:`lrlib.data.dataset.COLUMNS`) for a verified episode."""
-    from lrlib.data.actions import parse_action
     from lrlib.core.axtree import parse
-    from lrlib.data.evidence import evidence_groups
     from lrlib.core.tokens import count_tokens
+    from lrlib.data.actions import parse_action
+    from lrlib.data.evidence import evidence_groups
 
     episode, family = f"miniwob.{task}_{seed}", f"miniwob.{task}"
     rows, seen, history = [], {}, []

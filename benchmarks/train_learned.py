@@ -33,11 +33,8 @@ from datetime import UTC, datetime
 import numpy as np
 
 from lrlib import runinfo
-
 from lrlib.data import dataset as data
 from lrlib.data.crossval import folds
-from lrlib.reducers.features import FEATURES
-from lrlib.reducers.learned import MODEL_FILE
 from lrlib.eval.learned_cv import (
     choose_knobs,
     fit_model,
@@ -46,6 +43,8 @@ from lrlib.eval.learned_cv import (
     prepare,
     step_results,
 )
+from lrlib.reducers.features import FEATURES
+from lrlib.reducers.learned import MODEL_FILE
 
 GRID: dict[str, tuple] = {  # the knobs chosen inside CV (every combination)
     "threshold": (0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4),

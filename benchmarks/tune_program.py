@@ -26,11 +26,10 @@ from dataclasses import asdict
 import numpy as np
 
 from lrlib import runinfo
-
 from lrlib.data import dataset as data
 from lrlib.data.crossval import folds
-from lrlib.reducers.program import PARAMS_FILE
 from lrlib.eval.program_tuning import GRID, TuningSet, cross_validate, tune
+from lrlib.reducers.program import PARAMS_FILE
 
 
 def main() -> int:

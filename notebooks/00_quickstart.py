@@ -18,11 +18,9 @@
 from IPython.display import Markdown
 
 import lrlib
-from lrlib.report import figures
-from lrlib.report import plots
-from lrlib.report import replay
 from lrlib.core.tokens import count_tokens
 from lrlib.core.views import render
+from lrlib.report import figures, plots, replay
 
 # %% tags=["parameters"]
 QUICK = figures.quick_mode()

@@ -30,13 +30,9 @@ from functools import partial
 
 from IPython.display import HTML
 
-from lrlib.report import explore
-
-from lrlib.report import figures
-
-from lrlib.report import replay
 from lrlib.core.prompts import BUILTIN
 from lrlib.core.pruning import STRATEGIES
+from lrlib.report import explore, figures, replay
 
 # %% tags=["parameters"]
 QUICK = figures.quick_mode()

@@ -20,10 +20,8 @@
 # skipped (configure an endpoint to fill them in; answers are cached as they come).
 
 # %%
-from lrlib.report import figures
-from lrlib.report import plots
-from lrlib.report import replay
 from lrlib.core.prompts import BUILTIN, get_prompt, list_prompts, register_prompt
+from lrlib.report import figures, plots, replay
 
 # %% tags=["parameters"]
 QUICK = figures.quick_mode()

@@ -21,16 +21,8 @@
 import pandas as pd
 
 from lrlib.data import dataset as data
-
 from lrlib.eval import evaluation
-
-from lrlib.report import figures
-
-from lrlib.report import plots
-
-from lrlib.report import replay
-
-from lrlib.report import tables
+from lrlib.report import figures, plots, replay, tables
 
 # %% tags=["parameters"]
 QUICK = figures.quick_mode()  # LRLIB_QUICK=1: a few steps, for tests

@@ -27,16 +27,10 @@
 # %%
 from IPython.display import display
 
-from lrlib.eval import costs
-
-from lrlib.data import dataset as data
-
-from lrlib.report import figures
-
-from lrlib.report import plots
-
-from lrlib.report import replay
 from lrlib.core.prompts import PromptOptions
+from lrlib.data import dataset as data
+from lrlib.eval import costs
+from lrlib.report import figures, plots, replay
 from lrlib.report.run import DEFAULT_CONFIG
 
 # %% tags=["parameters"]

@@ -25,23 +25,9 @@
 import pandas as pd
 from IPython.display import display
 
-from lrlib.eval import costs
-
 from lrlib.data import dataset as data
-
-from lrlib.eval import evaluation
-
-from lrlib.report import figures
-
-from lrlib.report import forest
-
-from lrlib.eval import intervals
-
-from lrlib.report import plots
-
-from lrlib.report import replay
-
-from lrlib.report import tables
+from lrlib.eval import costs, evaluation, intervals
+from lrlib.report import figures, forest, plots, replay, tables
 
 # %% tags=["parameters"]
 QUICK = figures.quick_mode()

@@ -39,22 +39,10 @@
 # %%
 from IPython.display import display
 
-from lrlib.data import dataset as data
-
-from lrlib.report import figures
-
-from lrlib.eval import inject
-
-from lrlib.report import injection_eval
-
-from lrlib.report import plots
-
-from lrlib.report import replay
-
 from lrlib.core import sanitize
-from lrlib.eval import sanitize_cost
-
-from lrlib.report import tables
+from lrlib.data import dataset as data
+from lrlib.eval import inject, sanitize_cost
+from lrlib.report import figures, injection_eval, plots, replay, tables
 
 # %% tags=["parameters"]
 QUICK = figures.quick_mode()

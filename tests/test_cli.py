@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
-from lrlib.data import dataset as data
 from lrlib.cli import main
 from lrlib.core.prompts import list_prompts
-from lrlib.reducers import list_reducers, reducer_options
 from lrlib.core.views import list_views
+from lrlib.data import dataset as data
+from lrlib.reducers import list_reducers, reducer_options
 
 
 @pytest.fixture(autouse=True)

@@ -13,11 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lrlib.core import bpe
-
-from lrlib.core import tokens
-from lrlib.data.dataset import load_steps
+from lrlib.core import bpe, tokens
 from lrlib.core.tokens import count_lines, count_tokens, get_encoding, truncate_bottom
+from lrlib.data.dataset import load_steps
 
 
 def test_offline_seeding_in_a_fresh_process(tmp_path):

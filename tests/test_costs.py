@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lrlib.eval import costs
 from lrlib.core.step import Step
+from lrlib.eval import costs
 
 AGENT = costs.Price("agent", "2025-01-01", input=2.0, cached_input=0.5, output=8.0)
 SMALL = costs.Price("small", "2025-01-01", input=0.4, cached_input=0.1, output=1.6)

@@ -7,10 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lrlib.data import crossval
-
-from lrlib.data import dataset as data
 from lrlib.core.step import Step
+from lrlib.data import crossval
+from lrlib.data import dataset as data
 
 
 @pytest.fixture(scope="module")

@@ -19,13 +19,12 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from lrlib.data import dataset as data
-
-from lrlib.data import importer
-from lrlib.core.axtree import split_lines
 from lrlib.cli import COMMANDS
+from lrlib.core.axtree import split_lines
 from lrlib.core.step import Step
 from lrlib.core.tokens import count_tokens
+from lrlib.data import dataset as data
+from lrlib.data import importer
 
 HAND_CHECKED = "2024-11-06_13-52-18_DemoAgentArgs_on_webarena.210_30"
 WITH_FOLLOWUPS = (

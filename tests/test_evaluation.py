@@ -8,12 +8,11 @@ import pandas as pd
 import pytest
 
 from lrlib import cli
-
-from lrlib.eval import evaluation
+from lrlib.core.step import Step
 from lrlib.data.actions import action_bids
+from lrlib.eval import evaluation
 from lrlib.eval.evaluation import KNOBS, curves, evaluate, parse_spec, resolve, sweep
 from lrlib.reducers import Output, Reducer
-from lrlib.core.step import Step
 
 
 @pytest.fixture(scope="module")
@@ -213,8 +212,8 @@ def test_cli_evaluate_writes_rows_and_prints_a_table(steps, tmp_path, monkeypatc
 
 
 def test_provenance_reads_objects_and_aliases():
-    from lrlib.eval.evaluation import reducer_provenance
     from lrlib.core.prompts import get_prompt
+    from lrlib.eval.evaluation import reducer_provenance
 
     class Client:
         model = "remote-model"

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from drill_server import DrillServer
 
-from lrlib.llm.cache import ResponseCache
 from lrlib.data.dataset import load_steps
+from lrlib.llm.cache import ResponseCache
 from lrlib.llm.client import LLMClient, LLMError
 from lrlib.reducers import get_reducer
 from lrlib.report.run import run_steps as _run_steps

@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lrlib.data.actions import action_bids
-from lrlib.eval.inject import ATTACKS, EVIL_HOST, LEGACY, MARKS, POSITIONS, build_set, inject, plan
-from lrlib.report.injection_eval import breakdown, score, score_cached, summarize
 from lrlib.core.pruning import prune
 from lrlib.core.ranges import AnswerParseError, parse_answer
-from lrlib.reducers import Output, Reducer, get_reducer
 from lrlib.core.step import Step
+from lrlib.data.actions import action_bids
+from lrlib.eval.inject import ATTACKS, EVIL_HOST, LEGACY, MARKS, POSITIONS, build_set, inject, plan
+from lrlib.reducers import Output, Reducer, get_reducer
+from lrlib.report.injection_eval import breakdown, score, score_cached, summarize
 
 
 @pytest.fixture(scope="module")
@@ -435,9 +435,9 @@ def test_realistic_attacks_sit_first_with_the_payload_in_a_focused_button(steps)
 def test_pinned_core_set_is_the_one_whose_answers_ship(monkeypatch):
     """The pinned ids rebuild the attacked trees the cache was made for: a LineRetriever
     replay of the core set needs no model, whatever the current splits are."""
-    from lrlib.report import replay
     from lrlib.eval.inject import pinned_set
     from lrlib.paths import REPO_DIR
+    from lrlib.report import replay
 
     items = pinned_set("core")
     assert len(items) == 15 and sum(len(it.injected) for it in items) == 120

@@ -12,12 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lrlib.core.step import Step
 from lrlib.data import dataset as data
 from lrlib.data.crossval import folds
 from lrlib.eval.inject import inject
-from lrlib.reducers import get_reducer, list_reducers
-from lrlib.reducers.features import FEATURES, line_features, role_group, unfocused
-from lrlib.reducers.learned import MODEL_FILE, LineModel, keep_from_scores, load_model
 from lrlib.eval.learned_cv import (
     curve,
     fast_results,
@@ -26,8 +24,10 @@ from lrlib.eval.learned_cv import (
     prepare,
     step_results,
 )
+from lrlib.reducers import get_reducer, list_reducers
+from lrlib.reducers.features import FEATURES, line_features, role_group, unfocused
+from lrlib.reducers.learned import MODEL_FILE, LineModel, keep_from_scores, load_model
 from lrlib.reducers.program import line_features as program_features
-from lrlib.core.step import Step
 
 TUNED = ("learned", "program")
 

@@ -13,6 +13,7 @@ from fake_openai import Script, chat_body, error, serve
 from pytest_httpserver import HTTPServer
 from werkzeug import Response
 
+from lrlib.core.prompts import PromptOptions, get_prompt
 from lrlib.llm.cache import ResponseCache
 from lrlib.llm.client import (
     CacheMissError,
@@ -22,7 +23,6 @@ from lrlib.llm.client import (
     LLMError,
     LLMTimeout,
 )
-from lrlib.core.prompts import PromptOptions, get_prompt
 from lrlib.llm.server import MODEL_ID
 
 MSGS = [{"role": "system", "content": "You select lines."}, {"role": "user", "content": "1: a"}]

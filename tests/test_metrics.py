@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lrlib.eval.metrics import coverage, covers, reduction, step_metrics, summarize, target_status
-from lrlib.reducers import get_reducer
 from lrlib.core.step import Step
 from lrlib.core.tokens import count_tokens
+from lrlib.eval.metrics import coverage, covers, reduction, step_metrics, summarize, target_status
+from lrlib.reducers import get_reducer
 
 TREE = "RootWebArea 'Shop'\n\t[1] link 'Home'\n\t[2] button 'Buy'\n\tStaticText 'Price'"
 # characters: 18 + 1 + 16 + 1 + 17 + 1 + 19 = 73

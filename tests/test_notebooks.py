@@ -12,7 +12,6 @@ import nbformat
 import pytest
 
 from lrlib import paths
-
 from lrlib.report import figures
 
 NOTEBOOKS = paths.notebooks_dir()

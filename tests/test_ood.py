@@ -5,12 +5,10 @@ from __future__ import annotations
 import pytest
 
 from lrlib import paths
-
+from lrlib.core.step import Step
 from lrlib.data import crossval
-
 from lrlib.data import dataset as data
 from lrlib.eval.evaluation import evaluate
-from lrlib.core.step import Step
 
 OOD = paths.data_dir() / "miniwob_ood.jsonl.gz"
 

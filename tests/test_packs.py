@@ -10,11 +10,9 @@ import numpy as np
 import pytest
 from test_embeddings import Counting  # the toy embedder that records its calls
 
-from lrlib.report import packs
-
-from lrlib.report import replay
-from lrlib.reducers.embeddings import CachedEmbedder, LocalE5
 from lrlib.eval.evaluation import resolve
+from lrlib.reducers.embeddings import CachedEmbedder, LocalE5
+from lrlib.report import packs, replay
 from lrlib.report.packs import pack_path, read_pack, write_pack
 
 TEXTS = ["[12] button 'Add to Cart'", "[13] link 'Privacy policy'", "a" * 40]

@@ -7,10 +7,7 @@ import pandas as pd
 import pytest
 
 from lrlib.eval import costs
-
-from lrlib.report import plots
-
-from lrlib.report import tables
+from lrlib.report import plots, tables
 
 
 @pytest.fixture
@@ -154,10 +151,10 @@ def test_metric_bars_titles_the_model(figs):
 
 
 def test_injection_survival_from_real_injection_rows(figs, real_trees):
+    from lrlib.core.step import Step
     from lrlib.data.actions import action_bids
     from lrlib.eval.inject import build_set
     from lrlib.report.injection_eval import breakdown, score_cached, summarize
-    from lrlib.core.step import Step
 
     steps = [Step(goal=t["goal"], tree=t["tree"], target_bids=tuple(action_bids(t["action_raw"])),
                   step_id=k) for k, t in real_trees.items()]  # fmt: skip
@@ -194,8 +191,8 @@ def _split_frame():
 
 
 def test_forest_shows_every_interval_with_its_n_and_names_the_model(figs):
-    from lrlib.report import forest
     from lrlib.eval import intervals
+    from lrlib.report import forest
 
     f = _split_frame()
     summary = intervals.summary(f, by=["reducer", "split"])
@@ -216,8 +213,8 @@ def test_reduction_boxplot_and_curves_carry_intervals(figs):
     assert any("target coverage" in t and "n=60/12" in t for t in figs["titles"])
     import matplotlib.pyplot as plt
 
-    from lrlib.eval.evaluation import sweep
     from lrlib.core.step import Step
+    from lrlib.eval.evaluation import sweep
 
     steps = [Step("g", "[1] link 'a'\n[2] link 'b'", target_bids=("2",), step_id=str(i),
                   episode=f"e{i}") for i in range(4)]  # fmt: skip

@@ -10,15 +10,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lrlib.data.actions import action_bids
 from lrlib.core.axtree import parse
-from lrlib.reducers.embeddings import normalise
+from lrlib.core.step import Step
+from lrlib.core.tokens import count_tokens, get_encoding
+from lrlib.data.actions import action_bids
 from lrlib.eval.evaluation import DEFAULT_REDUCERS
 from lrlib.eval.metrics import covers
+from lrlib.eval.program_tuning import TuningSet, tune
 from lrlib.reducers import get_reducer, list_reducers
 from lrlib.reducers.bm25 import bm25_scores
 from lrlib.reducers.chunking import line_chunks, query_of, token_chunks
 from lrlib.reducers.embedding import EmbeddingRetriever
+from lrlib.reducers.embeddings import normalise
 from lrlib.reducers.program import (
     PARAMS_FILE,
     Knobs,
@@ -27,10 +30,7 @@ from lrlib.reducers.program import (
     keep_lines,
     line_features,
 )
-from lrlib.eval.program_tuning import TuningSet, tune
 from lrlib.reducers.truncation import DELETED_NOTE, AgentLabTruncate
-from lrlib.core.step import Step
-from lrlib.core.tokens import count_tokens, get_encoding
 
 
 class Hashing:

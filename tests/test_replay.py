@@ -9,12 +9,8 @@ import re
 import nbformat
 import pytest
 
-from lrlib.report import explore
-
-from lrlib.report import figures
-
-from lrlib.report import replay
 from lrlib.core.step import Step
+from lrlib.report import explore, figures, replay
 
 
 @pytest.fixture
@@ -150,8 +146,8 @@ def test_figures_runner_executes_in_order_and_writes_executed_pairs(tmp_path):
 def test_embedding_baseline_replays_cached_vectors_only(steps, empty_cache, tmp_path):
     import numpy as np
 
-    from lrlib.reducers.embeddings import CachedEmbedder, normalise
     from lrlib.reducers import get_reducer
+    from lrlib.reducers.embeddings import CachedEmbedder, normalise
 
     class Letters:  # a toy embedder: counts of a few letters
         model = "letters"

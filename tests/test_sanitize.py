@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lrlib.core.ranges import AnswerParseError, parse_answer
+from lrlib.core.sanitize import neutralise, sanitize_reduction, sanitize_step, sanitize_tree
 from lrlib.data import dataset as data
 from lrlib.eval.inject import LEGACY, REALISTIC, inject, pinned_set, realistic_set
-from lrlib.core.ranges import AnswerParseError, parse_answer
 from lrlib.reducers import get_reducer
-from lrlib.core.sanitize import neutralise, sanitize_reduction, sanitize_step, sanitize_tree
 
 CONTROL = re.compile(r"<\s*/?\s*(think|answer|action)\s*>|\"ranges\"", re.IGNORECASE)
 

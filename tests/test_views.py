@@ -207,8 +207,8 @@ def test_the_retriever_sees_a_payload_hidden_past_the_cut():
 def test_real_pages_render_as_before_the_payload_check():
     """No recorded page has an instruction-like tail past a cut: the check changes no
     real retriever prompt (and so no cached answer)."""
-    from lrlib.data import dataset as data
     from lrlib.core.views import INSTRUCTION_LIKE, PARENT_NAME_CHARS
+    from lrlib.data import dataset as data
 
     for step in data.load_steps():
         for text in step.axtree.texts:

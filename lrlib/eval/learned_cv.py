@@ -28,10 +28,10 @@ from typing import Any
 import numpy as np
 
 from lrlib.core.step import Step
-from lrlib.reducers.registry import get_reducer
 from lrlib.reducers.chunking import lines_output
 from lrlib.reducers.features import FEATURES, line_features, rescued_lines, short_lines
 from lrlib.reducers.learned import LineModel, keep_from_scores
+from lrlib.reducers.registry import get_reducer
 
 KNOB_KEYS = ("threshold", "min_keep", "cheap", "max_share", "rescue")
 
