@@ -8,6 +8,11 @@ The order, earliest first (README, "Layout"): ``paths``/``runinfo`` < ``core`` <
 from __future__ import annotations
 
 import ast
+import os
+import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import lrlib
@@ -107,3 +112,61 @@ def test_the_checker_sees_a_violation_and_a_cycle() -> None:
     deps = {"lrlib.core.a": {"lrlib.report.b"}, "lrlib.report.b": {"lrlib.core.a"}}
     assert layer("lrlib.report.b") > layer("lrlib.core.a")
     assert cycles(deps) == [["lrlib.core.a", "lrlib.report.b"]]
+
+
+README = ROOT.parent / "README.md"
+
+
+def recipe(name: str) -> str:
+    """The code block under ``<!-- recipe: name ... -->`` in the README."""
+    m = re.search(rf"<!-- recipe: {name}\b[^>]*-->\n```python\n(.*?)```", README.read_text(), re.S)
+    assert m, f"README has no '{name}' recipe"
+    return m.group(1)
+
+
+def copy_package(tmp_path: Path) -> Path:
+    """A copy of lrlib to follow a recipe in, leaving the real one untouched."""
+    shutil.copytree(ROOT, tmp_path / "lrlib", ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp_path / "lrlib"
+
+
+def run_python(tmp_path: Path, code: str) -> str:
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "LRLIB_DATA_DIR": str(ROOT.parent / "data")}
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_recipe_add_a_prompt_variant_edits_one_file(tmp_path: Path) -> None:
+    package = copy_package(tmp_path)
+    prompts = package / "core" / "prompts.py"
+    prompts.write_text(prompts.read_text() + "\n" + recipe("prompt"))
+    out = run_python(
+        tmp_path,
+        "import lrlib\n"
+        f"assert lrlib.__file__.startswith({str(tmp_path)!r}), lrlib.__file__\n"
+        "msgs = lrlib.get_prompt('goal-first').build('Buy milk', \"RootWebArea 'Shop'\")\n"
+        "r = lrlib.get_reducer('lineretriever', prompt='goal-first', offline=True)\n"
+        "print('goal-first' in lrlib.list_prompts(), 'what the goal mentions' in msgs[-1]['content'],"
+        " r.params['prompt'])",
+    )
+    assert out == "True True goal-first"
+
+
+def test_recipe_add_a_reducer_creates_one_file(tmp_path: Path) -> None:
+    package = copy_package(tmp_path)
+    before = sorted(p.relative_to(package) for p in package.rglob("*.py"))
+    (package / "reducers" / "keep_links.py").write_text(recipe("reducer"))
+    after = sorted(p.relative_to(package) for p in package.rglob("*.py"))
+    assert set(after) - set(before) == {Path("reducers/keep_links.py")}
+    out = run_python(
+        tmp_path,
+        "import lrlib\n"
+        "step = lrlib.Step(goal='g', tree=\"RootWebArea 'x'\\n\\t[2] link 'Home'\\n\\t[3] button 'Go'\")\n"
+        "frame = lrlib.evaluate(['keep-links'], [step], progress=False)\n"
+        "print('keep-links' in lrlib.list_reducers(), lrlib.get_reducer('keep-links').reduce(step).kept,"
+        " list(frame.reducer))",
+    )
+    assert out == "True [1, 2] ['keep-links']"

@@ -12,8 +12,9 @@ from test_embeddings import Counting  # the toy embedder that records its calls
 
 from lrlib.eval.evaluation import resolve
 from lrlib.reducers.embeddings import CachedEmbedder, LocalE5
+from lrlib.reducers.vectors import pack_path, read_pack
 from lrlib.report import packs, replay
-from lrlib.report.packs import pack_path, read_pack, write_pack
+from lrlib.report.packs import write_pack
 
 TEXTS = ["[12] button 'Add to Cart'", "[13] link 'Privacy policy'", "a" * 40]
 
