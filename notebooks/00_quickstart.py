@@ -20,7 +20,7 @@ from IPython.display import Markdown
 import lrlib
 from lrlib.core.tokens import count_tokens
 from lrlib.core.views import render
-from lrlib.report import figures, plots, replay
+from lrlib.report import ablations, figures, plots, replay
 
 # %% tags=["parameters"]
 QUICK = figures.quick_mode()
@@ -98,7 +98,7 @@ print("ranges: ", result.extra.get("selection"), "| failure:", result.failure)
 print(result.text[:3000])
 
 # %%
-Markdown(replay.token_summary(step, result))
+Markdown(ablations.token_summary(step, result))
 
 # %% [markdown]
 # The embedded model is SmolLM2-135M-Instruct, chosen because it runs offline on a laptop

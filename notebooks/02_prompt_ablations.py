@@ -21,7 +21,7 @@
 
 # %%
 from lrlib.core.prompts import BUILTIN, get_prompt, list_prompts, register_prompt
-from lrlib.report import figures, plots, replay
+from lrlib.report import ablations, figures, plots, replay
 
 # %% tags=["parameters"]
 QUICK = figures.quick_mode()
@@ -32,14 +32,14 @@ STRATEGY = "structure"
 
 # %%
 steps = replay.default_steps(limit=N_STEPS)
-grid = replay.ablation_grid(VARIANTS, HISTORY, THINK, ANSWER)
+grid = ablations.ablation_grid(VARIANTS, HISTORY, THINK, ANSWER)
 print(f"{len(grid)} configurations x {len(steps)} steps")
 
 # %% [markdown]
 # ## Prompt tokens, exactly, for every configuration (no model needed)
 
 # %%
-tokens = replay.prompt_token_table(steps, grid)
+tokens = ablations.prompt_token_table(steps, grid)
 medians = tokens.groupby(["prompt", "switches"], as_index=False, sort=False)["prompt_tokens"]
 tokens_png = plots.metric_bars(
     medians.median(),
@@ -64,7 +64,7 @@ tokens.pivot_table(
 # completion tokens as the endpoint counted them (in the model's own tokenizer).
 
 # %%
-ablation = replay.ablation(steps, grid, strategy=STRATEGY)
+ablation = ablations.ablation(steps, grid, strategy=STRATEGY)
 print(ablation.note)
 ablation.summary.round(3)
 
@@ -109,11 +109,11 @@ mine = register_prompt(
 )
 print(sorted(list_prompts()))
 print("fingerprints:", get_prompt("paper").fingerprint(), "->", mine.fingerprint())
-extra_grid = replay.ablation_grid(["paper", "paper-forms"], (True,), (False,), ("json",))
-replay.prompt_token_table(steps, extra_grid).groupby("prompt")["prompt_tokens"].median()
+extra_grid = ablations.ablation_grid(["paper", "paper-forms"], (True,), (False,), ("json",))
+ablations.prompt_token_table(steps, extra_grid).groupby("prompt")["prompt_tokens"].median()
 
 # %%
-trial = replay.ablation(steps, extra_grid, strategy=STRATEGY)
+trial = ablations.ablation(steps, extra_grid, strategy=STRATEGY)
 print(trial.note)
 trial.summary.round(3)
 

@@ -22,7 +22,7 @@ import pandas as pd
 
 from lrlib.data import dataset as data
 from lrlib.eval import evaluation
-from lrlib.report import figures, plots, replay, tables
+from lrlib.report import ablations, figures, plots, replay, tables
 
 # %% tags=["parameters"]
 QUICK = figures.quick_mode()  # LRLIB_QUICK=1: a few steps, for tests
@@ -41,7 +41,7 @@ BASELINES = [r for r in evaluation.all_reducers() if r != "full"]  # every regis
 
 # %%
 lr_steps = replay.default_steps(limit=N_STEPS)
-lr = replay.run_lineretriever(lr_steps, prompt=PROMPT, strategy=STRATEGY, answer=ANSWER)
+lr = ablations.run_lineretriever(lr_steps, prompt=PROMPT, strategy=STRATEGY, answer=ANSWER)
 print(lr.note())
 lr.frame[["tokens_before", "tokens_after", "reduction", "covered"]].describe().round(3)
 

@@ -30,7 +30,7 @@ from IPython.display import display
 from lrlib.core.prompts import PromptOptions
 from lrlib.data import dataset as data
 from lrlib.eval import costs
-from lrlib.report import figures, plots, replay
+from lrlib.report import ablations, figures, plots, replay
 from lrlib.report.run import DEFAULT_CONFIG
 
 # %% tags=["parameters"]
@@ -77,7 +77,7 @@ frame[
 ].describe().round(2)
 
 # %%
-lr = replay.run_lineretriever(
+lr = ablations.run_lineretriever(
     replay.default_steps(limit=N_STEPS), prompt=PROMPT, strategy=STRATEGY, answer=ANSWER,
     think=THINK,
 )  # fmt: skip

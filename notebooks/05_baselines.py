@@ -27,7 +27,7 @@ from IPython.display import display
 
 from lrlib.data import dataset as data
 from lrlib.eval import costs, evaluation, intervals
-from lrlib.report import figures, forest, plots, replay, tables
+from lrlib.report import ablations, figures, forest, plots, replay, tables
 
 # %% tags=["parameters"]
 QUICK = figures.quick_mode()
@@ -74,7 +74,7 @@ steps = [s for split in SPLITS for s in data.load_steps(split=split, limit=N_STE
 frame, notes = replay.evaluate_cached(REDUCERS, steps)  # embeddings: cached vectors only
 print("\n".join(notes) or f"every reducer evaluated on every step ({len(steps)} steps)")
 lr_runs = {
-    split: replay.run_lineretriever(
+    split: ablations.run_lineretriever(
         [s for s in steps if s.meta["split"] == split], strategy="structure", answer=LR_ANSWER
     )
     for split in SPLITS
@@ -166,7 +166,7 @@ paired.pivot_table(index="a", columns=["split", "value"], values="difference [95
 
 # %%
 lr_steps = replay.default_steps(limit=N_STEPS)
-runs = [replay.run_lineretriever(lr_steps, strategy="structure", answer=a) for a in ANSWERS]
+runs = [ablations.run_lineretriever(lr_steps, strategy="structure", answer=a) for a in ANSWERS]
 for run in runs:
     print(run.note())
 common = set.intersection(*(set(r.frame["step_id"]) for r in runs))

@@ -10,7 +10,7 @@ import nbformat
 import pytest
 
 from lrlib.core.step import Step
-from lrlib.report import explore, figures, replay
+from lrlib.report import ablations, explore, figures, replay
 
 
 @pytest.fixture
@@ -64,7 +64,7 @@ def test_mode_follows_the_environment(monkeypatch):
 
 
 def test_offline_without_answers_skips_and_counts(steps, empty_cache):
-    run = replay.run_lineretriever(steps)
+    run = ablations.run_lineretriever(steps)
     assert run.n_answered == 0 and run.skipped == [s.step_id for s in steps]
     assert "0 of 3 steps answered, 3 skipped (no cached answer)" in run.note()
     assert run.model == "SmolLM2-135M-Instruct.Q4_1" and "offline" in run.mode
@@ -81,7 +81,7 @@ def test_live_endpoint_fills_the_cache_then_replays_offline(
     )
     monkeypatch.setenv("OPENAI_BASE_URL", httpserver.url_for("/v1"))
     monkeypatch.setenv("LRLIB_MODEL", "scripted-model")
-    live = replay.run_lineretriever(steps[:2])
+    live = ablations.run_lineretriever(steps[:2])
     assert live.n_answered == 2 and not live.skipped and "live" in live.mode
     assert live.model == "scripted-model"
     calls = len(httpserver.log)
@@ -91,23 +91,23 @@ def test_live_endpoint_fills_the_cache_then_replays_offline(
     assert (live.frame["retriever_prompt_tokens"] > live.frame["tokens_before"] * 0.3).all()
 
     monkeypatch.setenv("LRLIB_OFFLINE", "1")
-    again = replay.run_lineretriever(steps)  # the third step was never answered
+    again = ablations.run_lineretriever(steps)  # the third step was never answered
     assert len(httpserver.log) == calls  # nothing sent offline
     assert again.n_answered == 2 and again.skipped == [steps[2].step_id]
     assert again.frame["reduction"].tolist() == pytest.approx(live.frame["reduction"].tolist())
 
 
 def test_ablation_grid_and_prompt_tokens(steps, empty_cache):
-    grid = replay.ablation_grid(["paper", "neutral"], (True, False), (False,), ("tags", "json"))
+    grid = ablations.ablation_grid(["paper", "neutral"], (True, False), (False,), ("tags", "json"))
     assert len(grid) == 8 and len({g["config"] for g in grid}) == 8
-    tokens = replay.prompt_token_table(steps, grid)
+    tokens = ablations.prompt_token_table(steps, grid)
     assert len(tokens) == 8 * len(steps) and (tokens["prompt_tokens"] > 0).all()
     paper = tokens[(tokens.prompt == "paper") & (tokens.answer == "tags")]
     # the history switch can only add tokens
     on = paper[paper.history].set_index("step_id")["prompt_tokens"]
     off = paper[~paper.history].set_index("step_id")["prompt_tokens"]
     assert (on >= off).all()
-    result = replay.ablation(steps[:1], grid[:2])
+    result = ablations.ablation(steps[:1], grid[:2])
     assert result.summary["n_answered"].tolist() == [0, 0]
     assert "0 of 2 configurations" in result.note and result.summary["n_paired"].tolist() == [0, 0]
 
