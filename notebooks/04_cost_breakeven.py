@@ -30,7 +30,7 @@ from IPython.display import display
 from lrlib.core.prompts import PromptOptions
 from lrlib.data import dataset as data
 from lrlib.eval import costs
-from lrlib.report import ablations, figures, plots, replay
+from lrlib.report import ablations, figures, plots, replay, tradeoffs
 from lrlib.report.run import DEFAULT_CONFIG
 
 # %% tags=["parameters"]
@@ -91,7 +91,7 @@ per_step = costs.step_costs(
 )
 
 # %%
-breakeven_png = plots.breakeven_plot(
+breakeven_png = tradeoffs.breakeven_plot(
     per_step, AGENT_MODEL, RETRIEVER_PRICED_AS, model=lr.model,
     reported_reduction=REPORTED_REDUCTION,
 )  # fmt: skip

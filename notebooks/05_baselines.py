@@ -27,7 +27,7 @@ from IPython.display import display
 
 from lrlib.data import dataset as data
 from lrlib.eval import costs, evaluation, intervals
-from lrlib.report import ablations, figures, forest, plots, replay, tables
+from lrlib.report import ablations, figures, forest, plots, replay, tables, tradeoffs
 
 # %% tags=["parameters"]
 QUICK = figures.quick_mode()
@@ -226,8 +226,8 @@ for split in SPLITS:
     lr_frames = [r.frame for r in runs] if split == "validation" else []
     singles = ["oracle", "program", *(r.label for r in runs)]
     rows = pd.concat([frame[frame["split"] == split], *lr_frames], ignore_index=True)
-    points = plots.curve_points(sweeps, rows, singles)
-    plots.coverage_vs_reduction(
+    points = tradeoffs.curve_points(sweeps, rows, singles)
+    tradeoffs.coverage_vs_reduction(
         points, model=runs[0].model,
         name="coverage_vs_reduction" if split == "validation" else f"coverage_vs_reduction_{split}",
         title=f"Coverage vs reduction ({split}, {len(split_steps)} steps, 95% CI)",

@@ -42,7 +42,7 @@ from IPython.display import display
 from lrlib.core import sanitize
 from lrlib.data import dataset as data
 from lrlib.eval import inject, sanitize_cost
-from lrlib.report import figures, injection_eval, plots, replay, tables
+from lrlib.report import figures, injection_eval, plots, replay, tables, tradeoffs
 
 # %% tags=["parameters"]
 QUICK = figures.quick_mode()
@@ -104,7 +104,7 @@ display(by_attack.round(2))
 display(by_position.round(2))
 
 # %%
-survival_png = plots.injection_survival(
+survival_png = tradeoffs.injection_survival(
     summary, by_position, model=model,
     title=f"Injected lines that reach the acting model ({len(items)} attacked core steps)",
 )  # fmt: skip

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from lrlib.eval import costs
-from lrlib.report import plots, tables
+from lrlib.report import plots, tables, tradeoffs
 
 
 @pytest.fixture
@@ -75,7 +75,7 @@ def test_lineretriever_figures_refuse_to_go_unnamed(figs):
     with pytest.raises(ValueError, match="model="):
         plots.reduction_boxplot(_results())
     with pytest.raises(ValueError, match="model="):
-        plots.coverage_vs_reduction(
+        tradeoffs.coverage_vs_reduction(
             pd.DataFrame({"reducer": ["lineretriever"], "reduction": [0.5], "coverage": [0.9]})
         )
     # without LineRetriever rows no model is needed, and none is claimed
@@ -99,7 +99,7 @@ def test_breakeven_plot_from_real_cost_frame(figs, real_trees):
     c = costs.step_costs(
         frame, costs.get_price("gpt-4.1"), costs.get_price("gpt-4.1-mini"), output_tokens=40
     )
-    plots.breakeven_plot(c, "gpt-4.1", "gpt-4.1-mini", model="M", reported_reduction=0.61)
+    tradeoffs.breakeven_plot(c, "gpt-4.1", "gpt-4.1-mini", model="M", reported_reduction=0.61)
     assert "agent gpt-4.1" in figs["title"] and "selections by M" in figs["title"]
 
 
@@ -113,9 +113,9 @@ def test_coverage_curves_and_table(figs):
             "coverage": [0.3, 0.6, 0.8],
         }
     )
-    points = plots.curve_points(sweeps)
+    points = tradeoffs.curve_points(sweeps)
     assert points["label"].tolist() == ["top_k=5", "top_k=10", "top_k=20"]
-    plots.coverage_vs_reduction(points)
+    tradeoffs.coverage_vs_reduction(points)
     assert (figs["dir"] / "coverage_vs_reduction.pdf").is_file()
     frame = pd.DataFrame(
         {
@@ -160,15 +160,15 @@ def test_injection_survival_from_real_injection_rows(figs, real_trees):
                   step_id=k) for k, t in real_trees.items()]  # fmt: skip
     rows, _ = score_cached(["full", "oracle", "truncate:budget=2000"], build_set(steps, n=None))
     summary, by = summarize(rows), breakdown(rows, "position")
-    path = plots.injection_survival(summary, by, name="inj")
+    path = tradeoffs.injection_survival(summary, by, name="inj")
     assert path.stat().st_size > 10_000 and (figs["dir"] / "inj.pdf").is_file()
     assert "retriever model" not in figs["title"]
     assert "lift 1.00" in figs["texts"] and "lift 0.00" in figs["texts"]  # full, oracle
     assert "survival by position" in figs["titles"]
     lr = summary.assign(reducer=summary["reducer"].replace("full", "lineretriever:paper/json"))
     with pytest.raises(ValueError, match="model="):
-        plots.injection_survival(lr, by.rename(index={"full": "lineretriever:paper/json"}))
-    plots.injection_survival(lr, by.rename(index={"full": "lineretriever:paper/json"}),
+        tradeoffs.injection_survival(lr, by.rename(index={"full": "lineretriever:paper/json"}))
+    tradeoffs.injection_survival(lr, by.rename(index={"full": "lineretriever:paper/json"}),
                              model="TinyModel-1")  # fmt: skip
     assert "TinyModel-1" in figs["title"]
 
@@ -219,7 +219,7 @@ def test_reduction_boxplot_and_curves_carry_intervals(figs):
     steps = [Step("g", "[1] link 'a'\n[2] link 'b'", target_bids=("2",), step_id=str(i),
                   episode=f"e{i}") for i in range(4)]  # fmt: skip
     curve = sweep("truncate", "budget", [3, 100], steps, progress=False)
-    points = plots.curve_points(curve)
+    points = tradeoffs.curve_points(curve)
     assert {"coverage_lo", "coverage_hi", "reduction_lo", "reduction_hi"} <= set(points)
     drawn = []
     real = plt.Axes.errorbar
@@ -227,5 +227,5 @@ def test_reduction_boxplot_and_curves_carry_intervals(figs):
         mp.setattr(
             plt.Axes, "errorbar", lambda self, *a, **k: drawn.append(a) or real(self, *a, **k)
         )
-        plots.coverage_vs_reduction(points, name="cvr")
+        tradeoffs.coverage_vs_reduction(points, name="cvr")
     assert drawn, "no error bars drawn"
