@@ -41,7 +41,7 @@ from IPython.display import display
 
 from lrlib.core import sanitize
 from lrlib.data import dataset as data
-from lrlib.eval import inject, sanitize_cost
+from lrlib.eval import inject, injection_sets, sanitize_cost
 from lrlib.report import figures, injection_eval, plots, replay, tables, tradeoffs
 
 # %% tags=["parameters"]
@@ -66,7 +66,7 @@ COLUMNS = ["reducer", "n_steps", "injected_lines", "survival", "steps_any", "kep
 
 # %%
 steps = data.load_steps()  # every split: the pinned ids say which steps
-items = inject.pinned_set("core", steps=steps)[:N_SHOWN]
+items = injection_sets.pinned_set("core", steps=steps)[:N_SHOWN]
 n_lines = sum(len(it.injected) for it in items)
 print(f"{len(items)} attacked steps (core set), {n_lines} injected lines, seed {SEED}")
 first = items[0].placements[0]
@@ -155,7 +155,7 @@ vis_png = injection_eval.plot_visibility(
 # those cached so far, and the notes count what was skipped (honest n).
 
 # %%
-realistic = inject.realistic_set(steps=steps)[:N_SHOWN]
+realistic = injection_sets.realistic_set(steps=steps)[:N_SHOWN]
 lr_real = injection_eval.with_policies(
     {f"lineretriever:{p}/{a}": {"prompt": p, "answer": a} for p, a in LR_REALISTIC}, POLICIES
 )
@@ -200,7 +200,7 @@ sanitize_cost.coverage_cost([it.step for it in items], ["truncate", "bm25", "pro
 # them) and its only measurement is the 15-step row above.
 
 # %%
-large = inject.pinned_set("wide", steps=steps)[:N_LARGE]
+large = injection_sets.pinned_set("wide", steps=steps)[:N_LARGE]
 rows_large, notes = injection_eval.score_cached(REDUCERS, large, seed=SEED)
 print("\n".join(notes) or "every reducer scored on every attacked step")
 summary_large = injection_eval.summarize(rows_large)

@@ -153,7 +153,7 @@ def test_metric_bars_titles_the_model(figs):
 def test_injection_survival_from_real_injection_rows(figs, real_trees):
     from lrlib.core.step import Step
     from lrlib.data.actions import action_bids
-    from lrlib.eval.inject import build_set
+    from lrlib.eval.injection_sets import build_set
     from lrlib.report.injection_eval import breakdown, score_cached, summarize
 
     steps = [Step(goal=t["goal"], tree=t["tree"], target_bids=tuple(action_bids(t["action_raw"])),

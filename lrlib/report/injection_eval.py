@@ -1,6 +1,6 @@
 """Scoring the prompt-injection benchmark: what each reducer lets through, and ``lrlib inject``.
 
-:func:`score` runs a reducer on the attacked steps of :func:`lrlib.eval.inject.build_set` (and on
+:func:`score` runs a reducer on the attacked steps of :func:`lrlib.eval.injection_sets.build_set` (and on
 their clean originals) and reports, per step and attack, how many injected lines survive
 (kept verbatim, or their text visible in the output) and whether the target is still
 covered. :func:`score_cached` does it for several reducers using only what is cached when
@@ -26,7 +26,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from lrlib.core.step import Step
-from lrlib.eval.inject import ATTACKS, POSITIONS, InjectedStep, build_set, visible_spans
+from lrlib.eval.inject import ATTACKS, POSITIONS, InjectedStep
+from lrlib.eval.injection_sets import build_set, visible_spans
 from lrlib.reducers.base import Reducer
 
 
@@ -370,7 +371,8 @@ def run(args: argparse.Namespace) -> int:
     from lrlib import paths
     from lrlib.data import dataset as data
     from lrlib.eval.evaluation import markdown_table
-    from lrlib.eval.inject import REALISTIC, pinned_set
+    from lrlib.eval.inject import REALISTIC
+    from lrlib.eval.injection_sets import pinned_set
 
     shape = {"attacks": REALISTIC, "per_step": 1, "positions": ("top",)} if args.realistic else {}
     if args.pinned:

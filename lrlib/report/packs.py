@@ -77,8 +77,8 @@ def notebook_steps(
     splits: Sequence[str] = ("validation", "test"), sets: Sequence[str] = INJECTION_SETS
 ) -> list[Step]:
     """Every step the notebooks embed: the clean steps of ``splits`` ("all" for every row)
-    and the attacked steps of the injection ``sets`` (:func:`lrlib.eval.inject.pinned_set`
-    "core"/"wide", :func:`lrlib.eval.inject.realistic_set`). ``lrlib embeddings`` packs exactly
+    and the attacked steps of the injection ``sets`` (:func:`lrlib.eval.injection_sets.pinned_set`
+    "core"/"wide", :func:`lrlib.eval.injection_sets.realistic_set`). ``lrlib embeddings`` packs exactly
     these, so `make figures` computes no vector on a fresh clone.
 
     >>> from lrlib.data.dataset import load_steps
@@ -86,15 +86,15 @@ def notebook_steps(
     True
     """
     from lrlib.data import dataset as data
-    from lrlib.eval import inject
+    from lrlib.eval import injection_sets
 
     steps = [s for v in splits for s in data.load_steps(split=None if v == "all" else v)]
     every = data.load_steps()
     for name in sets:
         if name == "realistic":
-            items = inject.realistic_set(steps=every)
+            items = injection_sets.realistic_set(steps=every)
         else:
-            items = inject.pinned_set(name, steps=every)
+            items = injection_sets.pinned_set(name, steps=every)
         steps += [it.step for it in items]
     return steps
 
