@@ -28,7 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "import BrowserGym/AgentLab experiment folders into a dataset",
     ),
     "serve": ("lrlib.llm.server", "serve the embedded local model (OpenAI-compatible, 127.0.0.1)"),
-    "run": ("lrlib.report.run", "run LineRetriever over the dataset (cached, resumable)"),
+    "run": ("lrlib.report.run_command", "run LineRetriever over the dataset (cached, resumable)"),
     "embeddings": (
         "lrlib.report.packs",
         "compute the notebooks' embeddings and write the vector pack",
