@@ -24,7 +24,7 @@ from typing import Any, NoReturn
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module implementing add_arguments/run, one-line help)
     "import-traces": (
-        "lrlib.data.importer",
+        "lrlib.data.import_command",
         "import BrowserGym/AgentLab experiment folders into a dataset",
     ),
     "serve": ("lrlib.llm.server", "serve the embedded local model (OpenAI-compatible, 127.0.0.1)"),
@@ -34,7 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "compute the notebooks' embeddings and write the vector pack",
     ),
     "evaluate": ("lrlib.report.evaluate_command", "evaluate reducers offline on the dataset"),
-    "inject": ("lrlib.report.injection_eval", "build and score the prompt-injection benchmark"),
+    "inject": ("lrlib.report.inject_command", "build and score the prompt-injection benchmark"),
     "figures": ("lrlib.report.figures", "execute every notebook headlessly and rewrite figures/"),
     "cache": (
         "lrlib.report.cache_command",

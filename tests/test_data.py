@@ -24,7 +24,7 @@ from lrlib.core.axtree import split_lines
 from lrlib.core.step import Step
 from lrlib.core.tokens import count_tokens
 from lrlib.data import dataset as data
-from lrlib.data import importer
+from lrlib.data import import_command, importer
 
 HAND_CHECKED = "2024-11-06_13-52-18_DemoAgentArgs_on_webarena.210_30"
 WITH_FOLLOWUPS = (
@@ -380,8 +380,8 @@ def test_write_is_atomic(tmp_path, rows, monkeypatch):
 
 def _cli(*argv: str) -> int:
     parser = argparse.ArgumentParser()
-    importer.add_arguments(parser)
-    return importer.run(parser.parse_args(argv))
+    import_command.add_arguments(parser)
+    return import_command.run(parser.parse_args(argv))
 
 
 def test_cli(messy_root, tmp_path, capsys):
@@ -399,7 +399,9 @@ def test_cli(messy_root, tmp_path, capsys):
     empty.mkdir()
     assert _cli(str(empty), "-o", str(tmp_path / "e.jsonl.gz"), "-q") == 1
     assert not (tmp_path / "e.jsonl.gz").exists()
-    assert "import-traces" in COMMANDS and COMMANDS["import-traces"][0] == "lrlib.data.importer"
+    assert (
+        "import-traces" in COMMANDS and COMMANDS["import-traces"][0] == "lrlib.data.import_command"
+    )
 
 
 # ---- goal sources (synthetic AgentLab-style pickles) --------------------------------------

@@ -20,14 +20,13 @@ the rows into tables. ``lrlib inject`` builds the set, scores and prints.
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from lrlib.core.step import Step
 from lrlib.eval.inject import ATTACKS, POSITIONS, InjectedStep
-from lrlib.eval.injection_sets import build_set, visible_spans
+from lrlib.eval.injection_sets import visible_spans
 from lrlib.reducers.base import Reducer
 
 
@@ -310,96 +309,3 @@ def plot_visibility(table: Any, title: str, name: str = "injection_visibility") 
 
 
 # ---- command line: ``lrlib inject`` ---------------------------------------------------
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``lrlib inject``."""
-    from lrlib.eval.evaluation import add_step_arguments
-
-    add_step_arguments(parser, "full;lineretriever:prompt=defender")
-    parser.add_argument(
-        "--steps",
-        type=int,
-        default=40,
-        help="attack this many steps, a seeded sample (default: 40)",
-    )
-    parser.add_argument(
-        "--per-step",
-        type=int,
-        default=2,
-        help="attacks per step, at distinct positions (default: 2)",
-    )
-    parser.add_argument("--seed", type=int, default=0, help="sampling and placement seed")
-    parser.add_argument(
-        "--pinned",
-        choices=("core", "wide"),
-        default=None,
-        help="attack the pinned steps instead of a sample of --split (core: the 15 steps "
-        "whose answers ship; wide: 114)",
-    )
-    parser.add_argument(
-        "--realistic",
-        action="store_true",
-        help="one realistic attack per step (modal first, focused payload button, alert "
-        "banner) instead of two benchmark attacks",
-    )
-    parser.add_argument(
-        "--no-clean",
-        action="store_true",
-        help="skip the runs on the clean steps (no coverage change)",
-    )
-    parser.add_argument(
-        "--cached",
-        action="store_true",
-        help="score only what is cached (LLM answers, embedding vectors); skip and count "
-        "the other steps instead of running a model",
-    )
-    parser.add_argument(
-        "--out",
-        default=None,
-        help="per-step rows (.csv/.csv.gz; default: <data>/results/injection.csv.gz)",
-    )
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-
-
-def run(args: argparse.Namespace) -> int:
-    """``lrlib inject``: build the attacked set, score every reducer, print the tables."""
-    from pathlib import Path
-
-    import pandas as pd
-
-    from lrlib import paths
-    from lrlib.data import dataset as data
-    from lrlib.eval.evaluation import markdown_table
-    from lrlib.eval.inject import REALISTIC
-    from lrlib.eval.injection_sets import pinned_set
-
-    shape = {"attacks": REALISTIC, "per_step": 1, "positions": ("top",)} if args.realistic else {}
-    if args.pinned:
-        items = pinned_set(args.pinned, **{"per_step": args.per_step, **shape})
-    else:
-        steps = data.load_steps(split=args.split, benchmark=args.benchmark)
-        items = build_set(
-            steps, n=args.steps, **{"per_step": args.per_step, **shape}, seed=args.seed
-        )
-    specs = [s.strip() for s in args.reducers.split(";") if s.strip()]
-    ready = _cached_items if args.cached else lambda reducer, todo, clean: list(todo)
-    rows, notes = _score_all(
-        specs, items, not args.no_clean, args.seed, not args.no_progress, ready
-    )
-    out = Path(args.out) if args.out else paths.data_dir() / "results" / "injection.csv.gz"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(rows).to_csv(out, index=False)
-    if notes:
-        print("\n".join(notes))
-    if rows:
-        print(markdown_table(summarize(rows)))
-        for by in ("attack", "position"):
-            print(f"\nSurvival share by {by}:\n")
-            print(markdown_table(breakdown(rows, by).reset_index()))
-    n_lines = sum(len(it.injected) for it in items)
-    print(
-        f"\n{len(items)} attacked steps ({n_lines} injected lines, seed {args.seed}); "
-        f"rows written to {out}"
-    )
-    return 0
