@@ -8,7 +8,7 @@ number the tree, build the retriever prompt, parse an answer selecting ~30% of t
   ``remove`` and ``structure`` (or, in the "AgentLab's outputs" row, with
   ``remove-agentlab`` and ``bid-agentlab``, whose texts are AgentLab's own) +
   ``count_lines`` of the three (o200k_base; exact: toktok counts ASCII text, riptoken the
-  other lines, both checked against tiktoken; see lrlib/bpe.py).
+  other lines, both checked against tiktoken; see lrlib/core/bpe.py).
 - AgentLab (the peer's own code, ../shared/peer/agentlab-pr302, imported through
   tests/peer_import.py): ``add_line_numbers_to_tree`` + ``LlmRetrieverPrompt.prompt`` +
   tag parsing, ``FocusAgent.clean_list``, ``ast.literal_eval`` and range expansion (as in

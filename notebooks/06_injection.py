@@ -28,7 +28,7 @@
 #   imperative sentence; `lrlib.eval.inject.SPANS`), whatever the reducer's format (whole
 #   lines, chunks, partial lines), with 95% intervals bootstrapped over episodes.
 #
-# The source steps are pinned by id (`lrlib/injection_steps.json`), not drawn from the
+# The source steps are pinned by id (`lrlib/eval/injection_steps.json`), not drawn from the
 # current validation split, so moving families between splits does not move the
 # benchmark: **core**, 15 steps (two attacks each) on which every reducer runs,
 # LineRetriever included (replayed from the shipped cache of the embedded model's answers);
