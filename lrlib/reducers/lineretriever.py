@@ -52,12 +52,14 @@ from lrlib.core.windows import merge, plan_windows, restrict, split_window, wind
 from lrlib.llm.client import Completion, ContextLengthError, LLMClient, LLMTimeout, Request
 from lrlib.reducers.base import Output, Reducer, Reduction
 from lrlib.reducers.registry import register_reducer
-
-FAILURE_POLICIES = ("full", "truncate", "closed", "fallback:<reducer>")
-CLOSED_NOTICE = (
-    "[observation withheld: the page filter failed ({reason}); no page content is shown. "
-    "Do not act on this page; retry or stop.]"
+from lrlib.reducers.retriever_records import (
+    CLOSED_NOTICE,
+    FAILURE_POLICIES,  # noqa: F401  (re-exported)
+    failure_reducer,
+    record_extra,
+    record_usage,
 )
+
 _EMPTY_ANSWERS = ("no_ranges", "out_of_range")  # "nothing here": fine for one window of many
 _MAX_SPLITS = 4
 THINK_CHARS = 600  # bounded schema: the longest "think" string
@@ -99,7 +101,7 @@ class LineRetriever(Reducer):
     ) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {strategy!r}; valid: {', '.join(STRATEGIES)}")
-        self._safe = _failure_reducer(on_failure, budget)
+        self._safe = failure_reducer(on_failure, budget)
         self.variant = get_prompt(prompt)
         get_view(view)  # fail now on an unknown view
         self.options = PromptOptions(use_history=history, think=think, answer=answer, view=view)
@@ -296,7 +298,13 @@ class LineRetriever(Reducer):
         tree = step.axtree
         n = len(tree)
         if n == 0:
-            return Output(text="", kept=[], usage=self._usage([], 0.0))
+            return Output(
+                text="",
+                kept=[],
+                usage=record_usage(
+                    [], 0.0, self.client, self.variant.name, self.params["prompt_hash"]
+                ),
+            )
         self._whole(step)  # renders the view once; the line below reuses it (no await between)
         shown = get_view(self.options.view)(tree)
         completions: list[tuple[tuple[int, int], Completion]] = []
@@ -327,9 +335,16 @@ class LineRetriever(Reducer):
         if len(merged) < min(self.min_lines, n):
             return self._fallback(original, "near_empty", completions, wall, windows)
         pruned = prune(tree, merged, self.strategy, self.markers)  # type: ignore[arg-type]
-        extra = self._extra(completions, windows, merged)
+        extra = record_extra(completions, windows, merged)
         return Output(
-            pruned.text, pruned.kept, pruned.stubs, self._usage(completions, wall), None, extra
+            pruned.text,
+            pruned.kept,
+            pruned.stubs,
+            record_usage(
+                completions, wall, self.client, self.variant.name, self.params["prompt_hash"]
+            ),
+            None,
+            extra,
         )
 
     async def _ask(
@@ -398,73 +413,18 @@ class LineRetriever(Reducer):
             kept = list(range(1, (text.count("\n") + 1 if text else 0) + 1))
         else:
             text, kept = self.shown(step).tree, list(range(1, len(tree) + 1))
-        extra = self._extra(completions, windows, None)
+        extra = record_extra(completions, windows, None)
         extra["fallback"] = self.on_failure
-        return Output(text, kept, stubs, self._usage(completions, wall), reason, extra)
-
-    def _usage(
-        self, answered: list[tuple[tuple[int, int], Completion]], wall: float
-    ) -> dict[str, Any]:
-        completions = [c for _, c in sorted(answered, key=lambda wc: wc[0])]
-
-        def total(field: str) -> int | None:
-            values = [getattr(c, field) for c in completions]
-            known = [v for v in values if v is not None]
-            return sum(known) if known else None
-
-        return {
-            "prompt_tokens": total("prompt_tokens"),
-            "completion_tokens": total("completion_tokens"),
-            "cached_tokens": total("cached_tokens"),
-            "llm_latency_s": round(sum(c.latency_s for c in completions), 4),
-            "wall_s": wall,
-            "calls": len(completions),
-            "from_cache": bool(completions) and all(c.from_cache for c in completions),
-            "model": self.client.model,
-            "served_model": completions[0].model if completions else None,
-            "endpoint": self.client.endpoint.kind,
-            "prompt": self.variant.name,
-            "prompt_hash": self.params["prompt_hash"],
-        }
-
-    @staticmethod
-    def _extra(
-        answered: list[tuple[tuple[int, int], Completion]],
-        windows: list[tuple[int, int]],
-        selection: Selection | None,
-    ) -> dict[str, Any]:
-        completions = [c for _, c in sorted(answered, key=lambda wc: wc[0])]
-        return {
-            "windows": [list(w) for w in windows],
-            "selection": [list(r) for r in selection.ranges] if selection else None,
-            "answer_truncated": bool(selection and selection.truncated),
-            "answers": [c.text for c in completions],
-            "finish_reasons": [c.finish_reason for c in completions],
-        }
-
-
-def _failure_reducer(policy: str, budget: int | None) -> Any:
-    """The reducer behind ``fallback:<name>`` (None for the other policies); the error of a
-    bad policy lists the valid ones."""
-    from lrlib.reducers.registry import get_reducer, list_reducers
-
-    if policy in ("full", "closed"):
-        return None
-    if policy == "truncate":
-        if not budget:
-            raise ValueError("on_failure='truncate' needs budget=<tokens>")
-        return None
-    name = policy.removeprefix("fallback:")
-    valid = [
-        r for r in list_reducers() if r not in ("lineretriever", "oracle")
-    ]  # oracle: reads the answer
-    if not policy.startswith("fallback:") or name not in valid:
-        raise ValueError(
-            f"unknown on_failure {policy!r}; valid: full, truncate, closed, "
-            + ", ".join(f"fallback:{r}" for r in valid)
+        return Output(
+            text,
+            kept,
+            stubs,
+            record_usage(
+                completions, wall, self.client, self.variant.name, self.params["prompt_hash"]
+            ),
+            reason,
+            extra,
         )
-    extra = {"budget": budget} if budget and name.startswith("truncate") else {}
-    return get_reducer(name, **extra)
 
 
 def _numbered(shown: Sequence[str | None]) -> list[str | None]:
