@@ -180,32 +180,6 @@ def _err(rows: pd.DataFrame, col: str):
     return np.vstack([lo, hi])
 
 
-def tree_sizes(observations: pd.DataFrame, name: str = "dataset_tree_sizes") -> Path:
-    """Distribution of tree sizes (tokens) per benchmark in the recorded observations."""
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    top = float(observations["n_tokens"].max())
-    low = max(float(observations["n_tokens"].min()), 10.0)
-    bins = np.logspace(np.log10(low) - 0.05, np.log10(max(top, low * 2)) + 0.05, 40)
-    for i, (bench, rows) in enumerate(observations.groupby("benchmark", sort=True)):
-        ax.hist(
-            rows["n_tokens"],
-            bins=bins,
-            alpha=0.6,
-            color=plots.PALETTE[i % len(plots.PALETTE)],
-            label=f"{bench}: {len(rows)} steps, median {rows['n_tokens'].median():,.0f}",
-        )
-    ax.set_xscale("log")
-    ax.set_xlabel("AxTree size (tokens, o200k)")
-    ax.set_ylabel("steps")
-    ax.legend(fontsize=8)
-    ax.set_title("Recorded observations: tree size per step", fontsize=10)
-    fig.tight_layout()
-    return plots.save(fig, name)
-
-
 def curve_points(
     sweeps: pd.DataFrame, frame: pd.DataFrame | None = None, single: Sequence[str] = ()
 ) -> pd.DataFrame:
