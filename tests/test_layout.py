@@ -61,7 +61,9 @@ def test_import_is_light_and_offline():
 def test_every_public_name_resolves():
     for name in lrlib.__all__:
         assert getattr(lrlib, name) is not None, name
-    for module in ("axtree", "ranges", "pruning", "tokens", "prompts", "views", "reducers"):
+    # the text core the README's layer map names, and the reducers layer
+    core = ("axtree", "ranges", "pruning", "tokens", "prompts", "views")
+    for module in [f"core.{m}" for m in core] + ["reducers"]:
         importlib.import_module(f"lrlib.{module}")
 
 
