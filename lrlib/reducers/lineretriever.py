@@ -37,7 +37,6 @@ says so).
 from __future__ import annotations
 
 import asyncio
-import copy
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -46,12 +45,13 @@ from lrlib.core.prompts import PromptOptions, get_prompt
 from lrlib.core.pruning import STRATEGIES, prune
 from lrlib.core.ranges import AnswerParseError, Selection, parse_answer
 from lrlib.core.step import Step
-from lrlib.core.tokens import DEFAULT_ENCODING, count_tokens, truncate_bottom
-from lrlib.core.views import attach_hidden, get_view, render
-from lrlib.core.windows import merge, plan_windows, restrict, split_window, window_lines
+from lrlib.core.tokens import DEFAULT_ENCODING, truncate_bottom
+from lrlib.core.views import attach_hidden, get_view
+from lrlib.core.windows import merge, restrict, split_window
 from lrlib.llm.client import Completion, ContextLengthError, LLMClient, LLMTimeout, Request
 from lrlib.reducers.base import Output, Reducer, Reduction
 from lrlib.reducers.registry import register_reducer
+from lrlib.reducers.retriever_prompts import THINK_CHARS, RetrieverPrompts, numbered_lines  # noqa: F401
 from lrlib.reducers.retriever_records import (
     CLOSED_NOTICE,
     FAILURE_POLICIES,  # noqa: F401  (re-exported)
@@ -62,7 +62,6 @@ from lrlib.reducers.retriever_records import (
 
 _EMPTY_ANSWERS = ("no_ranges", "out_of_range")  # "nothing here": fine for one window of many
 _MAX_SPLITS = 4
-THINK_CHARS = 600  # bounded schema: the longest "think" string
 
 
 class _Failure(Exception):
@@ -70,7 +69,7 @@ class _Failure(Exception):
 
 
 @register_reducer("lineretriever")
-class LineRetriever(Reducer):
+class LineRetriever(RetrieverPrompts, Reducer):
     """The paper's LLM retriever. See the module docstring for the failure policy.
 
     ``client`` (an :class:`~lrlib.llm.client.LLMClient`) or the client options (``model``,
@@ -133,116 +132,6 @@ class LineRetriever(Reducer):
             temperature=self.client.params.get("temperature"),
             seed=self.client.params.get("seed"),
         )
-
-    # --- prompts and windows -------------------------------------------------------------
-
-    def shown(self, step: Step) -> Step:
-        """The step as the retriever sees it: ``step`` itself, or (``sanitize=True``) a copy
-        with its tree neutralised (memoised, so the prompt is built once)."""
-        if not self.sanitize:
-            return step
-        hit = self._seen.get(id(step))
-        if hit is not None and hit[0] is step:
-            return hit[1]
-        from lrlib.core.sanitize import sanitize_step
-
-        clean = sanitize_step(step)
-        self._seen[id(step)] = (step, clean)
-        while len(self._seen) > 64:
-            self._seen.pop(next(iter(self._seen)))
-        return clean
-
-    def _whole(self, step: Step) -> list[dict[str, str]]:
-        """The messages with the whole tree (built once per step: plan and ask share them)."""
-        step = self.shown(step)
-        hit = self._built.get(id(step))
-        if hit is not None and hit[0] is step:
-            return hit[1]
-        msgs = self.variant.build(step.goal, step.axtree, step.history, self.options)
-        self._built[id(step)] = (step, msgs)  # holds the step, so its id stays unique
-        while len(self._built) > 64:
-            self._built.pop(next(iter(self._built)))
-        return msgs
-
-    def messages(self, step: Step, window: tuple[int, int] | None = None) -> list[dict[str, str]]:
-        """The chat messages for ``step``, or for one window of its lines."""
-        step = self.shown(step)
-        tree = step.axtree
-        msgs = [dict(m) for m in self._whole(step)]
-        if window is None or window == (1, len(tree)):
-            return msgs
-        whole = render(tree, self.options.view)
-        header = f"accessibility tree, {len(tree)} numbered lines"
-        user = msgs[-1]["content"]
-        if whole not in user or header not in user:
-            raise RuntimeError("the prompt layout changed: cannot cut it into windows")
-        part = f"accessibility tree, lines {window[0]}-{window[1]} of {len(tree)} (one part)"
-        user = user.replace(header, part, 1).replace(
-            whole, window_lines(tree, self.options.view, window), 1
-        )
-        return [*msgs[:-1], {"role": msgs[-1]["role"], "content": user}]
-
-    def request(self, step: Step, window: tuple[int, int] | None = None) -> Request:
-        """The :class:`~lrlib.llm.client.Request` for ``step`` (or one window of it)."""
-        return self.client.request(
-            self.messages(step, window),
-            response_format=self.response_format(len(step.axtree)),
-            prompt_name=self.variant.name,
-            prompt_hash=self.params["prompt_hash"],
-        )
-
-    def response_format(self, n_lines: int) -> dict[str, Any] | None:
-        """The prompt's JSON schema (structured mode; None for tags). With ``max_ranges``,
-        bounded: at most that many ranges, line numbers within ``1..n_lines``, reasoning at
-        most :data:`THINK_CHARS` characters, so that a constrained decoder (llama.cpp) must
-        close the answer.
-
-        >>> r = LineRetriever(answer="json", max_ranges=4, model="m", base_url="http://h/v1")
-        >>> r.response_format(50)["json_schema"]["schema"]["properties"]["ranges"]["maxItems"]
-        4
-        """
-        fmt = self.variant.response_format(self.options)
-        if fmt is None or self.max_ranges is None:
-            return fmt
-        fmt = copy.deepcopy(fmt)
-        try:
-            props = fmt["json_schema"]["schema"]["properties"]
-            if "think" in props:  # reasoning must leave room for the answer
-                props["think"]["maxLength"] = THINK_CHARS
-            ranges = props["ranges"]
-            ranges["maxItems"] = self.max_ranges
-            ranges["items"]["items"] = {"type": "integer", "minimum": 1, "maximum": max(1, n_lines)}
-        except (KeyError, TypeError):
-            raise RuntimeError("the prompt's response_format changed shape") from None
-        return fmt
-
-    def plan(self, step: Step) -> list[tuple[int, int]]:
-        """The windows for ``step``: one, ``(1, n)``, when the prompt fits the context."""
-        step = self.shown(step)
-        tree = step.axtree
-        n = len(tree)
-        context = self.client.context_tokens
-        if n == 0 or context is None:  # no context limit known: one window
-            return [(1, n)] if n else []
-        reserve = (self.client.params.get("max_tokens") or 512) + 32
-        estimate = self.client.estimate_tokens(self._whole(step))
-        if estimate + reserve <= context:
-            return [(1, n)]
-        ratio = self.client.token_ratio
-        observation = count_tokens(render(tree, self.options.view), self.encoding)
-        overhead = estimate - int(observation * ratio)
-        budget = int((context - reserve - overhead) / ratio) - 32
-        if budget < 64:
-            raise ContextLengthError(f"the prompt without the tree needs {overhead} tokens")
-        shown = _numbered(get_view(self.options.view)(tree))
-        return plan_windows(shown, tree.depths, budget, self.encoding)
-
-    def fits(self, step: Step) -> bool:
-        """True when ``step`` needs a single window."""
-        try:
-            return len(self.plan(step)) <= 1
-        except ContextLengthError:
-            return False
 
     # --- reducing ------------------------------------------------------------------------
 
@@ -366,7 +255,7 @@ class LineRetriever(Reducer):
         except LLMTimeout:
             raise _Failure("timeout") from None
         if completion is None:  # too long after all: halve the window and ask again
-            halves = split_window(_numbered(shown), step.axtree.depths, window)
+            halves = split_window(numbered_lines(shown), step.axtree.depths, window)
             if depth >= _MAX_SPLITS or len(halves) < 2:
                 raise _Failure("context")
             parts = await asyncio.gather(
@@ -425,7 +314,3 @@ class LineRetriever(Reducer):
             reason,
             extra,
         )
-
-
-def _numbered(shown: Sequence[str | None]) -> list[str | None]:
-    return [None if t is None else f"{n}: {t}" for n, t in enumerate(shown, 1)]
