@@ -33,6 +33,12 @@ def data_dir() -> Path:
     return _env_path("LRLIB_DATA_DIR", REPO_DIR / "data")
 
 
+def miniwob_path() -> Path:
+    """The shipped out-of-domain MiniWoB set (``<repo>/data/miniwob_ood.jsonl.gz``; also when
+    ``$LRLIB_DATA_DIR`` points at your own recorded steps: it is a fixed check set)."""
+    return REPO_DIR / "data" / "miniwob_ood.jsonl.gz"
+
+
 def figures_dir() -> Path:
     """Where figure functions write (``$LRLIB_FIGURES_DIR`` or ``<repo>/figures``)."""
     return _env_path("LRLIB_FIGURES_DIR", REPO_DIR / "figures")

@@ -46,7 +46,7 @@ KNOBS: dict[str, tuple[str, tuple]] = {
     "bm25": ("top_k", (5, 10, 20, 40, 80, 160)),
     "bm25:unit=chunks": ("top_k", (1, 2, 5, 10, 20, 40)),
     "program": ("threshold", (-3.0, -2.0, -1.0, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)),
-    "learned": ("threshold", (0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7)),
+    "learned": ("budget", (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.7)),
 }
 CURVE_BOOT = 1000  # bootstrap replicates per curve point (a curve has up to ten points)
 _CI_SUFFIXES = ("_lo", "_hi", "_n", "_episodes")

@@ -1,25 +1,33 @@
-"""Training and honest evaluation of the learned line scorer (:mod:`.learned`).
+"""Training and honest evaluation of the learned line scorer (:mod:`lrlib.reducers.learned`).
 
-- :func:`labels` and :func:`fit_model`: the training rows and the fit (scikit-learn);
-- :func:`prepare`: a per-tree cache (features, labels, per-line and stub token counts,
-  parents), built once, so that a knob grid is scored in milliseconds per step;
-- :func:`fast_results`: reduction and target coverage from that cache (tokens summed per
-  line: within 0.1 point of the exact rendering, used to *choose* knobs only);
+- :func:`labels` and :func:`fit_model`: the training rows and the fit (scikit-learn), with
+  the state features held to non-positive weights (:data:`~lrlib.reducers.features.DEMOTE_ONLY`);
+- :func:`prepare`: a per-tree cache (features, labels, line and stub tokens, parents, target
+  and evidence lines), built once;
+- :func:`summarise` and :func:`fast_results`: a step's lines ranked by some scores and
+  priced once, after which any knob setting (``budget``, ``overhead``, ``floor``) is scored
+  in microseconds per step (tokens summed per line: within a fraction of a point of the
+  exact rendering, used to *choose* knobs only);
+- :func:`choose_knobs`: the best coverage under a median-reduction floor *per benchmark*
+  (:data:`MIN_REDUCTION`: pages of a few dozen tokens cannot give what long pages give);
 - :func:`out_of_fold` and :func:`nested_cv`: grouped cross-validation. In the nested one
   every outer fold (a held-out task family) gets knobs chosen on inner folds of the other
   families only (:func:`lrlib.data.crossval.group_kfold`), so the outer figure is honest: no
   knob ever saw the family it is measured on;
-- :func:`step_results` (exact, for reporting) and :func:`curve` (the threshold sweep).
+- :func:`step_results` (exact, for reporting) and :func:`curve` (the budget sweep).
 
 >>> s = Step(goal="Open the cart", tree="[1] link 'Cart'\\n[2] link 'Home'", target_bids=("1",))
 >>> d = prepare([s])[0]
->>> d.X.shape[0], d.y.tolist(), fast_results([d], [np.array([0.9, 0.1])], {"threshold": 0.5})
-(2, [1, 0], (array([0.5]), array([1.])))
+>>> d.X.shape[0], d.y.tolist()
+(2, [1, 0])
+>>> red, hit, ev = fast_results([d], [np.array([0.9, 0.1])], {"budget": 0.5})
+>>> hit.tolist(), bool(red[0] > 0.4)
+([1.0], True)
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import product
 from pathlib import Path
@@ -28,45 +36,63 @@ from typing import Any
 import numpy as np
 
 from lrlib.core.step import Step
+from lrlib.reducers.budget import Ranking, kept_lines, n_kept, page_costs, rank_lines, whole_lines
 from lrlib.reducers.chunking import lines_output
-from lrlib.reducers.features import FEATURES, line_features, rescued_lines, short_lines
-from lrlib.reducers.learned import LineModel, keep_from_scores
+from lrlib.reducers.features import DEMOTE_ONLY, FEATURES, carriers, line_features
+from lrlib.reducers.learned import KNOBS, LineModel
 from lrlib.reducers.registry import get_reducer
 
-KNOB_KEYS = ("threshold", "min_keep", "cheap", "max_share", "rescue")
+KNOB_KEYS = KNOBS  # budget, overhead, floor, rescue
+RESCUE = 1  # carriers taken first: a fixed prior (learned.Learned), not chosen by CV
+# median token reduction each benchmark must keep for a knob setting to be eligible: the
+# issue's floors (70% on recorded WorkArena/WebArena pages, 60% on small MiniWoB pages),
+# held by the *lower end* of the median's 95% interval over episodes (:data:`N_BOOT`
+# replicates), not by the median itself: a setting whose median sits on the floor here falls
+# below it on about half of the unseen page sets. Long pages' medians barely move (a budget
+# fixes the kept share), MiniWoB's move by several points (one task type's pages all reduce
+# alike), so the margin each gets is its own.
+MIN_REDUCTION: dict[str, float] = {"miniwob": 0.60, "*": 0.70}
+N_BOOT = 500  # bootstrap replicates per knob setting (a choice, not a report: 2,000 there)
+TIE = 0.005  # coverages closer than this (one or two steps here) are a tie: noise at this n
 
 
 def labels(step: Step, evidence: bool = False) -> np.ndarray:
     """1 on the step's target lines and, with ``evidence``, on every line of its evidence
-    groups (:func:`lrlib.eval.metrics.evidence_status`: the chosen option, a field's label, the
-    lines an answer quotes...). The shipped model is trained on targets only: with evidence
-    labels, cross-validated median reduction at 98% target coverage fell from 71% to 48%
-    (the positives become diffuse), and evidence coverage is reported, not trained on.
+    groups (:func:`lrlib.eval.metrics.evidence_status`). The shipped model is trained on
+    targets only: with evidence labels at weight 0.1-0.3, nested CV target coverage at the
+    same budget fell from ~98% to ~94% (the positives become diffuse) while evidence
+    coverage rose from 59% to 74-77%; evidence coverage is reported, not trained on.
 
     >>> s = Step(goal="g", tree="[1] combobox 'Size'\\n\\t[2] option 'S'\\n\\t[3] option 'M'",
     ...          target_bids=("1",), meta={"action": "select_option('1', 'M')"})
     >>> labels(s, evidence=True).tolist(), labels(s).tolist()
     ([1, 0, 1], [1, 0, 0])
     """
-    from lrlib.eval.metrics import evidence_status
-
     y = np.zeros(len(step.axtree), int)
     for n in step.target_lines:
         y[n - 1] = 1
     if evidence:
-        status, groups = evidence_status(step)
-        for group in groups if status == "ok" else ():
-            for n in group:
-                if 1 <= n <= len(y):
-                    y[n - 1] = 1
+        for group in _evidence(step) or ():
+            y[group] = 1
     return y
 
 
+def _evidence(step: Step) -> list[list[int]] | None:
+    """0-based evidence groups of ``step`` (None: no evidence, or a missing target)."""
+    from lrlib.eval.metrics import evidence_status
+
+    status, groups = evidence_status(step)
+    n = len(step.axtree)
+    return [[i - 1 for i in g if 1 <= i <= n] for g in groups] if status == "ok" else None
+
+
 def fit_model(
-    X: np.ndarray, y: np.ndarray, C: float = 1.0, features: Sequence[str] = FEATURES
+    X: np.ndarray, y: np.ndarray, C: float = 0.1, features: Sequence[str] = FEATURES
 ) -> LineModel:
     """Fit the scorer: scikit-learn's balanced logistic regression (L2, inverse strength
-    ``C``; Newton-Cholesky, converged in ~10 iterations) on standardised columns.
+    ``C``; Newton-Cholesky) on standardised columns. A state feature
+    (:data:`~lrlib.reducers.features.DEMOTE_ONLY`) that would get a positive weight is left
+    out (weight 0) and the rest refitted, so page state can only lower a score.
 
     >>> X = np.array([[0.0], [1.0], [0.1], [0.9]]); y = np.array([0, 1, 0, 1])
     >>> m = fit_model(X, y, features=["x"])
@@ -78,84 +104,179 @@ def fit_model(
     mean = X.mean(axis=0)
     scale = X.std(axis=0)
     scale[scale == 0] = 1.0
-    clf = LogisticRegression(C=C, class_weight="balanced", solver="newton-cholesky", max_iter=200)
-    clf.fit((X - mean) / scale, y)
-    return LineModel(features, mean, scale, clf.coef_[0], float(clf.intercept_[0]))
+    Z = (X - mean) / scale
+    demote = [k for k, f in enumerate(features) if f in DEMOTE_ONLY]
+    used = np.ones(X.shape[1], bool)
+    while True:
+        clf = LogisticRegression(
+            C=C, class_weight="balanced", solver="newton-cholesky", max_iter=200
+        ).fit(Z[:, used], y)
+        coef = np.zeros(X.shape[1])
+        coef[used] = clf.coef_[0]
+        wrong = [k for k in demote if coef[k] > 0]
+        if not wrong:
+            return LineModel(features, mean, scale, coef, float(clf.intercept_[0]))
+        used[wrong] = False
 
 
 @dataclass
 class StepData:
     """What scoring a step needs, computed once: features ``X``, labels ``y``, per-line
-    tokens and ``[bid] role`` stub tokens, parents, short lines, 0-based target lines
-    (None: no target in the tree)."""
+    tokens and ``[bid] role`` stub tokens, parents, the lines kept whole around a kept child
+    (:func:`~lrlib.reducers.budget.whole_lines`), 0-based target lines (None: no target
+    in the tree), 0-based evidence groups (None: none), the step's benchmark and episode."""
 
     X: np.ndarray
     y: np.ndarray
     tokens: np.ndarray
     stub_tokens: np.ndarray
     parents: np.ndarray
-    short: np.ndarray
+    whole: np.ndarray
     targets: list[int] | None
+    evidence: list[list[int]] | None
+    benchmark: str
+    episode: str
 
 
 def prepare(steps: Sequence[Step], encoding: str | None = None) -> list[StepData]:
-    """The :class:`StepData` of every step (the expensive part: ~30 ms a step)."""
-    from lrlib.core.pruning import _stub
-    from lrlib.core.tokens import DEFAULT_ENCODING, line_token_counts
+    """The :class:`StepData` of every step (the expensive part: ~20 ms a step)."""
+    from lrlib.core.tokens import DEFAULT_ENCODING
     from lrlib.eval.metrics import target_status
 
     enc = encoding or DEFAULT_ENCODING
     out = []
     for s in steps:
-        t = s.axtree
-        stubs = [_stub(t, i) for i in range(len(t))]
+        tokens, stubs = page_costs(s, enc)
         ok = target_status(s) == "ok"
         out.append(
             StepData(
                 X=line_features(s),
                 y=labels(s),
-                tokens=np.asarray(line_token_counts(t.texts, enc), float),
-                stub_tokens=np.asarray(line_token_counts(stubs, enc), float),
-                parents=np.asarray(t.parents, int),
-                short=short_lines(s),
+                tokens=tokens,
+                stub_tokens=stubs,
+                parents=np.asarray(s.axtree.parents, int),
+                whole=whole_lines(s),
                 targets=[n - 1 for n in s.target_lines] if ok else None,
+                evidence=_evidence(s),
+                benchmark=str(s.benchmark or s.meta.get("benchmark") or ""),
+                episode=str(s.meta.get("episode") or s.step_id),
             )
         )
     return out
 
 
-def kept_lines(d: StepData, p: np.ndarray, knobs: dict[str, Any]) -> list[int]:
-    """The 1-based lines the reducer keeps with these knobs (as :class:`.learned.Learned`)."""
-    k = {key: knobs[key] for key in KNOB_KEYS if key in knobs}
-    rescue = int(k.pop("rescue", 0))
-    lines = keep_from_scores(p, short=d.short, **k)
-    if rescue:
-        lines = sorted(set(lines) | set(rescued_lines(d.X, rescue)))
-    return lines
+@dataclass
+class Summary:
+    """A step ranked by some scores (:class:`~lrlib.reducers.learned.Ranking`), and how
+    many of the best lines it takes to hold every target (``need_target``) and one line of
+    every evidence group (``need_evidence``); ``inf`` when the step has none."""
+
+    ranking: Ranking
+    need_target: float
+    need_evidence: float
+
+
+def ranking(d: StepData, p: np.ndarray, rescue: int = RESCUE) -> Ranking:
+    """``d``'s lines ranked by ``p`` as :class:`lrlib.reducers.learned.Learned` ranks them."""
+    first = carriers(d.X, p, rescue)
+    return rank_lines(p, d.tokens, d.stub_tokens, d.parents, d.whole, first)
+
+
+def summarise(d: StepData, p: np.ndarray, rescue: int = RESCUE) -> Summary:
+    """Rank ``d``'s lines by ``p`` once (:func:`ranking`)."""
+    r = ranking(d, p, rescue)
+    pos = r.kept_at
+    need_t = float(pos[d.targets].max() + 1) if d.targets else np.inf
+    need_e = np.inf
+    if d.evidence:
+        need_e = float(max(pos[g].min() + 1 if g else len(p) + 1 for g in d.evidence))
+    return Summary(r, need_t, need_e)
+
+
+def _at(s: Summary, knobs: Mapping[str, Any]) -> tuple[float, float, float]:
+    """(reduction, target hit, evidence hit) of one summarised step at ``knobs``."""
+    r = s.ranking
+    if not len(r.cost):
+        return 0.0, np.nan, np.nan
+    k = n_kept(r, knobs["budget"], knobs.get("overhead", 0.0), knobs.get("floor", 0.0))
+    red = 1.0 - r.cost[k - 1] / r.total if r.total else 0.0
+    hit = np.nan if np.isinf(s.need_target) else float(s.need_target <= k)
+    ev = np.nan if np.isinf(s.need_evidence) else float(s.need_evidence <= k)
+    return red, hit, ev
 
 
 def fast_results(
-    data: Sequence[StepData], scores: Sequence[np.ndarray], knobs: dict[str, Any]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per-step (reduction, target coverage; NaN without a target) from the cache: kept
-    lines' tokens plus the stubs of their ancestors, over the tree's tokens."""
-    red = np.zeros(len(data))
-    hit = np.full(len(data), np.nan)
-    for k, (d, p) in enumerate(zip(data, scores, strict=True)):
-        keep = np.zeros(len(p), bool)
-        keep[np.asarray(kept_lines(d, p, knobs), int) - 1] = True
-        marked, cost = keep.copy(), float(d.tokens[keep].sum())
-        for a in np.flatnonzero(keep):
-            q = d.parents[a]
-            while q >= 0 and not marked[q]:
-                marked[q] = True
-                cost += d.stub_tokens[q]
-                q = d.parents[q]
-        total = float(d.tokens.sum())
-        red[k] = 1.0 - cost / total if total else 0.0
-        if d.targets is not None:
-            hit[k] = float(all(keep[j] for j in d.targets))
-    return red, hit
+    data: Sequence[StepData],
+    scores: Sequence[np.ndarray] | None = None,
+    knobs: Mapping[str, Any] | None = None,
+    summaries: Sequence[Summary] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-step (reduction, target coverage, evidence coverage; NaN: none) at ``knobs``,
+    from ``scores`` or from ``summaries`` already computed for them."""
+    if summaries is None:
+        rescue = int(knobs.get("rescue", RESCUE))
+        summaries = [summarise(d, p, rescue) for d, p in zip(data, scores, strict=True)]
+    rows = [_at(s, knobs) for s in summaries]
+    return tuple(np.array(col, float) for col in zip(*rows, strict=True)) if rows else (
+        np.zeros(0), np.zeros(0), np.zeros(0)
+    )  # fmt: skip
+
+
+def _floor(benchmark: str, floors: Mapping[str, float]) -> float:
+    return floors.get(benchmark, floors.get("*", 0.0))
+
+
+def choose_knobs(
+    data: Sequence[StepData],
+    scores: Sequence[np.ndarray],
+    grid: Mapping[str, Sequence[Any]],
+    floors: Mapping[str, float] = MIN_REDUCTION,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The knobs of ``grid`` (every combination) with the best target coverage - the mean
+    over the benchmarks present, so small sets weigh as much as large ones - among those
+    whose median reduction on every benchmark's steps reaches its floor with the low end of
+    its 95% interval (bootstrap over episodes; ``floors``: benchmark -> share, ``"*"`` for the
+    rest; none eligible: the setting that misses its floors by least). Coverages within
+    :data:`TIE` of the best are a tie, broken by ``headroom``: how far the lowest of those
+    interval ends clears its floor. Returns (knobs, scored grid).
+
+    >>> s = [Step(goal="Open the cart", tree="[1] link 'Cart'\\n[2] link 'Home'",
+    ...           target_bids=("1",), benchmark="webarena")]
+    >>> knobs, rows = choose_knobs(prepare(s), [np.array([0.9, 0.1])], {"budget": (0.4, 0.9)})
+    >>> knobs, [r["coverage"] for r in rows]  # both keep the cart; 0.4 clears more
+    ({'budget': 0.4, 'rescue': 1}, [1.0, 1.0])
+    """
+    from lrlib.eval.intervals import interval
+
+    summaries = [summarise(d, p) for d, p in zip(data, scores, strict=True)]
+    kinds = np.array(["miniwob" if d.benchmark == "miniwob" else "*" for d in data])
+    episodes = np.array([d.episode for d in data], dtype=object)
+    rows = []
+    for values in product(*grid.values()):
+        knobs = dict(zip(grid, values, strict=True))
+        red, hit, _ = fast_results(data, knobs=knobs, summaries=summaries)
+        row: dict[str, Any] = {**knobs, "rescue": RESCUE}
+        margins, covs, reds = [], [], []
+        for kind in sorted(set(kinds)):
+            mask = kinds == kind
+            med = interval(red[mask], episodes[mask], "median", n_boot=N_BOOT)
+            lo = med["estimate"] if med["lo"] != med["lo"] else med["lo"]  # one episode: no CI
+            cov = float(np.nanmean(hit[mask])) if (~np.isnan(hit[mask])).any() else np.nan
+            row[f"coverage[{kind}]"] = round(cov, 4)
+            row[f"median_reduction[{kind}]"] = round(float(med["estimate"]), 4)
+            row[f"median_reduction_lo[{kind}]"] = round(float(lo), 4)
+            margins.append(lo - _floor(kind, floors))
+            covs.append(cov)
+            reds.append(med["estimate"])
+        row["coverage"] = round(float(np.nanmean(covs)), 4)
+        row["median_reduction"] = round(float(np.mean(reds)), 4)
+        row["headroom"] = round(min(margins), 4)
+        rows.append(row)
+    eligible = [r for r in rows if r["headroom"] >= 0] or [max(rows, key=lambda r: r["headroom"])]
+    top = max(r["coverage"] for r in eligible)
+    tied = [r for r in eligible if r["coverage"] >= top - TIE - 1e-9]
+    best = max(tied, key=lambda r: (r["headroom"], r["coverage"]))
+    return {**{k: best[k] for k in grid}, "rescue": RESCUE}, rows
 
 
 def _fit(data: Sequence[StepData], idx: Sequence[int], C: float) -> LineModel:
@@ -164,7 +285,7 @@ def _fit(data: Sequence[StepData], idx: Sequence[int], C: float) -> LineModel:
     )
 
 
-def out_of_fold(data: Sequence[StepData], folds: Sequence[Any], C: float = 1.0) -> list:
+def out_of_fold(data: Sequence[StepData], folds: Sequence[Any], C: float = 0.1) -> list:
     """Each step's line scores from the model fitted on its fold's train rows (``folds``:
     :func:`lrlib.data.crossval.folds` or anything with ``train_idx``/``test_idx``); None for
     steps in no test fold."""
@@ -176,41 +297,13 @@ def out_of_fold(data: Sequence[StepData], folds: Sequence[Any], C: float = 1.0) 
     return out
 
 
-def choose_knobs(
-    data: Sequence[StepData],
-    scores: Sequence[np.ndarray],
-    grid: dict[str, Sequence[Any]],
-    min_reduction: float,
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The knobs of ``grid`` (every combination) with the best target coverage among those
-    whose median reduction is at least ``min_reduction`` (none: the largest reduction);
-    ties: the lowest threshold, then the larger reduction. Returns (knobs, scored grid)."""
-    rows = []
-    for values in product(*grid.values()):
-        knobs = dict(zip(grid, values, strict=True))
-        red, hit = fast_results(data, scores, knobs)
-        cov = float(np.nanmean(hit)) if (~np.isnan(hit)).any() else 0.0
-        rows.append(
-            {
-                **knobs,
-                "coverage": round(cov, 4),
-                "median_reduction": round(float(np.median(red)), 4),
-            }
-        )
-    ok = [r for r in rows if r["median_reduction"] >= min_reduction] or [
-        max(rows, key=lambda r: r["median_reduction"])
-    ]
-    best = max(ok, key=lambda r: (r["coverage"], -r["threshold"], r["median_reduction"]))
-    return {k: best[k] for k in grid}, rows
-
-
 def nested_cv(
     data: Sequence[StepData],
     groups: Sequence[str],
     outer: Sequence[Any],
-    grid: dict[str, Sequence[Any]],
-    min_reduction: float,
-    C: float = 1.0,
+    grid: Mapping[str, Sequence[Any]],
+    floors: Mapping[str, float] = MIN_REDUCTION,
+    C: float = 0.1,
     inner: int = 4,
 ) -> tuple[list, list[dict[str, Any] | None]]:
     """Honest grouped CV: for every ``outer`` fold, knobs chosen by :func:`choose_knobs` on
@@ -228,7 +321,7 @@ def nested_cv(
             model = _fit(data, train[tr], C)
             for j in te:
                 inner_scores[j] = model.predict(data[train[j]].X)
-        chosen, _ = choose_knobs([data[i] for i in train], inner_scores, grid, min_reduction)
+        chosen, _ = choose_knobs([data[i] for i in train], inner_scores, grid, floors)
         model = _fit(data, train, C)
         for i in fold.test_idx:
             scores[i], knobs[i] = model.predict(data[i].X), chosen
@@ -239,7 +332,7 @@ def step_results(
     steps: Sequence[Step],
     data: Sequence[StepData],
     scores: Sequence[np.ndarray | None],
-    knobs: dict[str, Any] | Sequence[dict[str, Any] | None],
+    knobs: Mapping[str, Any] | Sequence[Mapping[str, Any] | None],
     encoding: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Exact per-step token reduction, target and evidence coverage (NaN: no target, or no
@@ -249,12 +342,14 @@ def step_results(
     from lrlib.eval.metrics import covers, covers_evidence
 
     enc = encoding or DEFAULT_ENCODING
-    per_step = [knobs] * len(steps) if isinstance(knobs, dict) else list(knobs)
+    per_step = [knobs] * len(steps) if isinstance(knobs, Mapping) else list(knobs)
     red, hit, ev = (np.full(len(steps), np.nan) for _ in range(3))
     for k, (s, d, p, kn) in enumerate(zip(steps, data, scores, per_step, strict=True)):
         if p is None or kn is None:
             continue
-        out = lines_output(s.axtree, kept_lines(d, p, kn), "structure")
+        r = ranking(d, p, int(kn.get("rescue", RESCUE)))
+        n = n_kept(r, kn["budget"], kn.get("overhead", 0.0), kn.get("floor", 0.0))
+        out = lines_output(s.axtree, kept_lines(r, n), "structure")
         before = count_lines(s.axtree.texts, enc)
         red[k] = 1.0 - count_tokens(out.text, enc) / before if before else 0.0
         c = covers(s, out.kept, out.stubs)
@@ -266,17 +361,17 @@ def step_results(
 
 def curve(
     steps: Sequence[Step],
-    thresholds: Sequence[float] = (0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7, 0.9),
+    budgets: Sequence[float] = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.7),
     model_file: str | Path | None = None,
 ) -> Any:
-    """Coverage against median token reduction as ``threshold`` varies (one row each), for
-    the shipped model and its other knobs. Features are computed once.
+    """Coverage against median token reduction as ``budget`` varies (one row each), for the
+    shipped model and its other knobs. Features are computed once.
 
     >>> s = [Step(goal="Open the cart", tree="[1] link 'Cart'\\n[2] link 'Home'",
     ...           target_bids=("1",))]
-    >>> c = curve(s, thresholds=(0.0, 10.0))  # 10: above any probability, even cheap lines
-    >>> c.coverage.tolist(), bool(c.median_reduction.iloc[1] > c.median_reduction.iloc[0])
-    ([1.0, 0.0], True)
+    >>> c = curve(s, budgets=(0.0, 1.0))
+    >>> c.coverage.tolist(), bool(c.median_reduction.iloc[0] >= c.median_reduction.iloc[1])
+    ([1.0, 1.0], True)
     """
     import pandas as pd
 
@@ -285,12 +380,12 @@ def curve(
     data = prepare(steps, base.encoding)
     scores = [base.model.predict(d.X) for d in data]
     rows = []
-    for t in thresholds:
-        red, hit, ev = step_results(steps, data, scores, {**knobs, "threshold": t}, base.encoding)
+    for b in budgets:
+        red, hit, ev = step_results(steps, data, scores, {**knobs, "budget": b}, base.encoding)
         has = ~np.isnan(hit)
         rows.append(
             {
-                "threshold": t,
+                "budget": b,
                 "median_reduction": float(np.nanmedian(red)) if len(red) else float("nan"),
                 "coverage": float(np.nanmean(hit)) if has.any() else float("nan"),
                 "evidence_coverage": (

@@ -3,14 +3,20 @@
 Every feature is meant to transfer across sites: role *groups* rather than one site's role
 names (an unknown role falls in ``other``), lexical relevance to the goal and history (BM25,
 goal-term hits) of the line and of the text its children carry (a clickable container
-whose name is in a child ``StaticText``), tree geometry (depth, position, children) and
-proximity to the element the last action used (lines and tree hops).
+whose name is in a child ``StaticText``), the line's whole name against the goal (a quoted
+phrase, a name the goal repeats: :mod:`.lexicon`; for an unnamed element, its child's:
+``carrier``), tree geometry (depth, children, the
+order of interactive lines, which matters on a first step), proximity to the element the
+last action used (lines and tree hops) and to a text line that mentions the goal (an
+unnamed icon after the user name it belongs to).
 
-**No page-controlled lift.** The page's author sets ``focused``, ``autofocus``, modal roles
-and names; none of them is a feature on its own: focus is not read at all, ``dialog``/
-``alert`` fall in the generic ``container`` group, and lexical match saturates (relative
-BM25 in [0, 1], at most two goal terms counted), so a name that repeats the goal verbatim
-scores no higher than one naming two of its words.
+**No page-controlled lift.** The page's author sets ``focused``, ``autofocus``, modal roles,
+names and widget state; none of them lifts a line on its own: focus is not read at all,
+``dialog``/``alert`` fall in the generic ``container`` group, lexical match saturates
+(relative BM25 in [0, 1], at most two goal terms counted, a whole-name match is one bit),
+and the state features (:data:`DEMOTE_ONLY`: a filled field, a ticked box, the element
+just acted on) may only lower a score: training refuses a positive weight for them
+(:func:`lrlib.eval.learned_cv.fit_model`).
 
 >>> from lrlib.core.step import Step
 >>> tree = "RootWebArea 'Shop'\\n\\t[3] link 'Home'\\n\\t[4] button 'Add to cart'"
@@ -31,6 +37,15 @@ from lrlib.core.step import Step
 from lrlib.data.actions import parse_code
 from lrlib.reducers.bm25 import bm25_scores
 from lrlib.reducers.chunking import query_of
+from lrlib.reducers.lexicon import (
+    goal_terms,
+    in_goal,
+    normalise,
+    quoted_phrases,
+    switched_off,
+    term_matcher,
+    terms,
+)
 
 # role groups: names seen on several sites (ARIA roles and Chromium's internal ones)
 GROUPS: dict[str, frozenset[str]] = {
@@ -68,28 +83,29 @@ FEATURES: tuple[str, ...] = (
     "log_children", "leaf", "bm25_rel", "kids_bm25_rel", "hits", "kids_hits", "sub_hits",
     "kids_sub_hits", "acted", "has_last", "near_after", "log_hops", "same_parent", "in_chrome",
     "interactive_x_bm25", "interactive_x_kids", "unnamed_x_near", "log_cost",
+    "quoted", "name_in_goal", "role_in_goal", "hit_before", "first_step", "inter_order",
+    "first_x_order", "carrier", "field_pending", "last_el", "filled", "done_choice",
 )  # fmt: skip
+# page or agent state: may only lower a score
+DEMOTE_ONLY = ("field_pending", "last_el", "filled", "done_choice")
 _NAME = re.compile(r"^(?:'((?:[^'\\]|\\.)*)')?")
 _HEAD = re.compile(r"^(?:\[[^\]\s]*\] ?)?(?:[A-Za-z][\w-]*)?")
 _URL = re.compile(r"url='[^']*'")
-_WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset((
-    "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "go",
-    "how", "i", "in", "into", "is", "it", "me", "my", "of", "on", "or", "our", "please", "show",
-    "tell", "that", "the", "their", "them", "then", "there", "this", "to", "us", "was", "we",
-    "what", "when", "where", "which", "who", "will", "with", "you", "your",
-    # instructions to the agent, not content of the page
-    "click", "press", "enter", "type", "find", "navigate",
-))  # fmt: skip
-_SUFFIX = re.compile(r"(?:ies|ings?|es|ed|s)$")
 _PAGE_STATE = re.compile(r", (?:focused|autofocus)(?=,|$)")  # set by the page: never read
 KIDS = 4  # child lines (without a bid) whose text counts as the parent's
 NEAR = 10  # lines after the last acted element that count as "near_after"
-
-
-def _content(word: str) -> bool:
-    """A content word: not a stop word, and two characters or more unless a number."""
-    return word not in _STOP and (len(word) > 1 or word.isdigit())
+_CARRIES = ("container", "item", "other")  # groups an unnamed clickable shows up as
+HIT_WINDOW = 12  # lines after a goal-mentioning text line that count for "hit_before"
+_FILLED = re.compile(r"\bvalue=(?!''|\"\")\S")
+_CHECKED = re.compile(r"checked='true'|selected=True|pressed='true'")
+# words a goal uses for a kind of control ("the text field", "the Submit button")
+ROLE_WORDS: dict[str, tuple[str, ...]] = {
+    "form": ("textbox", "text field", "field", "input", "box"),
+    "choice": ("checkbox", "radio", "option", "check"),
+    "button": ("button",),
+    "link": ("link",),
+    "item": ("tab", "menu", "item"),
+}
 
 
 def role_group(role: str | None) -> str:
@@ -99,54 +115,6 @@ def role_group(role: str | None) -> str:
     ('button', 'other', 'other')
     """
     return ROLE_OF.get(role or "", "other")
-
-
-def stem(word: str) -> str:
-    """A crude stem: common English suffixes off, at least 3 letters left.
-
-    >>> stem("selling"), stem("customers"), stem("categories"), stem("is")
-    ('sell', 'customer', 'categor', 'is')
-    """
-    cut = _SUFFIX.sub("", word)
-    return cut if len(cut) >= 3 else word
-
-
-def goal_terms(text: str) -> list[str]:
-    """Stemmed content words of ``text`` (stop words and one-letter words dropped; numbers,
-    even one digit, kept: "Select 5", "order 3" name an option or a quantity).
-
-    >>> goal_terms("Go to the hardware store and order 3 'iPad pro' (Silver)")
-    ['hardware', 'store', 'order', '3', 'ipad', 'pro', 'silver']
-    """
-    words = (stem(w) for w in _WORD.findall(text.lower()) if _content(w))
-    return list(dict.fromkeys(words))
-
-
-def term_matcher(terms: list[str]) -> re.Pattern[str] | None:
-    """A regex finding the terms in lower-cased text: numbers as whole tokens, words of four
-    letters or more anywhere in a word, shorter words at the start of a word.
-
-    >>> bool(term_matcher(["best"]).search("bestsellers")), term_matcher([])
-    (True, None)
-    """
-    parts = []
-    for t in terms:
-        if t.isdigit():
-            parts.append(rf"(?<![0-9]){t}(?![0-9])")
-        elif len(t) >= 4:
-            parts.append(re.escape(t))
-        else:
-            parts.append(rf"\b{re.escape(t)}")
-    return re.compile("|".join(parts)) if parts else None
-
-
-def terms(text: str) -> set[str]:
-    """Content words of ``text`` (as :func:`goal_terms` keeps them), cut to five letters.
-
-    >>> sorted(terms("Order the best-selling laptops, 2 of them"))
-    ['2', 'best', 'lapto', 'order', 'selli']
-    """
-    return {w[:5] for w in _WORD.findall(text.lower()) if _content(w)}
 
 
 def history_bids(history: tuple[str, ...]) -> tuple[set[str], str | None]:
@@ -296,39 +264,70 @@ def line_features(step: Step) -> np.ndarray:
         * X[:, col["has_bid"]]
         * (X[:, col["same_parent"]] + X[:, col["near_after"]] > 0)
     )
+    _name_order_state(step, names, kids, groups, match, acted, last, X)
     return X
 
 
-def rescued_lines(X: np.ndarray, k: int) -> list[int]:
-    """The ``k`` unnamed containers (or unknown roles) with a bid whose children's text best
-    matches the goal (BM25 > 0): a clickable card or custom widget named by a child text
-    line. The recorded data has almost no such targets, so no model can learn them from it;
-    this rule is a prior for other sites (MiniWoB-style pages), not fitted.
-
-    >>> X = np.zeros((3, len(FEATURES)))
-    >>> for c in ("has_bid", "empty_name", "role_container"): X[1:, FEATURES.index(c)] = 1
-    >>> X[1:, FEATURES.index("kids_bm25_rel")] = [0.4, 1.0]
-    >>> rescued_lines(X, 1)
-    [3]
-    """
-    col = FEATURES.index
-    cand = (
-        (X[:, col("has_bid")] > 0)
-        & (X[:, col("empty_name")] > 0)
-        & ((X[:, col("role_container")] + X[:, col("role_other")]) > 0)
-        & (X[:, col("kids_bm25_rel")] > 0)
-    )
-    idx = np.flatnonzero(cand)
-    best = idx[np.argsort(-X[idx, col("kids_bm25_rel")], kind="stable")[:k]]
-    return sorted(int(i) + 1 for i in best)
-
-
-SHORT = 40  # characters (indentation excluded): a line this short costs ~10 tokens or fewer
-
-
-def short_lines(step: Step) -> np.ndarray:
-    """1 for the lines of at most :data:`SHORT` characters (the ``cheap`` knob's lines)."""
+def _name_order_state(
+    step: Step,
+    names: list[str],
+    kids: list[str],
+    groups: list[str],
+    match: re.Pattern[str] | None,
+    acted: set[str],
+    last: str | None,
+    X: np.ndarray,
+) -> None:
+    """Fill the whole-name, order and state columns of ``X`` (see the module doc)."""
     tree = step.axtree
-    return np.array(
-        [len(unfocused(t)) - k <= SHORT for t, k in zip(tree.texts, tree.indents, strict=True)]
-    )
+    col = {name: k for k, name in enumerate(FEATURES)}
+    goal = normalise(step.goal)
+    quotes = quoted_phrases(step.goal)
+    off = switched_off(step.goal)
+    kinds = {g: any(f" {w} " in f" {goal} " for w in words) for g, words in ROLE_WORDS.items()}
+    first = not step.history
+    seen, hit_at = 0, -HIT_WINDOW - 1  # interactive lines so far; last goal-mentioning text
+    pending = False  # a form field above that no action has touched yet
+    for i, (name, group, bid) in enumerate(zip(names, groups, tree.bids, strict=True)):
+        own = normalise(_NAME.match(name).group(1) or "")
+        X[i, col["quoted"]] = bool(own) and own in quotes
+        X[i, col["name_in_goal"]] = in_goal(own, goal)
+        if bid is not None and not own and group in _CARRIES and tree.roles[i] != "LabelText":
+            named = (normalise(_NAME.match(k).group(1) or "") for k in kids[i].split("\n"))
+            X[i, col["carrier"]] = any(k and (k in quotes or in_goal(k, goal)) for k in named)
+        X[i, col["role_in_goal"]] = kinds.get(group, False)
+        clickable = bid is not None and group in INTERACTIVE
+        if not clickable and match is not None and match.search(name.lower()):
+            hit_at = i
+        elif clickable and i - hit_at <= HIT_WINDOW:
+            X[i, col["hit_before"]] = 1.0 / (i - hit_at)
+        X[i, col["inter_order"]] = math.log1p(seen)
+        seen += clickable
+        X[i, col["field_pending"]] = clickable and group != "form" and pending
+        pending = pending or (group == "form" and bid is not None and bid not in acted)
+        X[i, col["last_el"]] = last is not None and bid == last
+        X[i, col["filled"]] = group == "form" and bool(_FILLED.search(tree.texts[i]))
+        # ticked and named by the goal, which does not want it off: done (a ticked box the
+        # goal does not name may be one to untick: no signal either way)
+        X[i, col["done_choice"]] = (
+            bool(_CHECKED.search(tree.texts[i]))
+            and (X[i, col["name_in_goal"]] > 0 or X[i, col["hits"]] > 0)
+            and own not in off
+        )
+    X[:, col["first_step"]] = first
+    X[:, col["first_x_order"]] = first * X[:, col["inter_order"]]
+
+
+def carriers(X: np.ndarray, p: np.ndarray, k: int) -> list[int]:
+    """The ``k`` likeliest (by ``p``) unnamed elements with a bid whose child text is a
+    name the goal mentions (``carrier``: a clickable card, tree item or custom widget named
+    by its child). The recorded pages hardly have such targets, so no model can weigh them
+    from them; :class:`~lrlib.reducers.learned.Learned` takes these lines first, a prior
+    for other sites (MiniWoB-style pages), not a fitted weight. 0-based.
+
+    >>> X = np.zeros((3, len(FEATURES))); X[1:, FEATURES.index("carrier")] = 1
+    >>> carriers(X, np.array([0.9, 0.2, 0.4]), 1)
+    [2]
+    """
+    idx = np.flatnonzero(X[:, FEATURES.index("carrier")] > 0)
+    return sorted(int(i) for i in idx[np.argsort(-p[idx], kind="stable")[:k]])

@@ -1,30 +1,34 @@
-"""A learned line scorer: logistic regression over transferable line features.
+"""A learned line scorer: logistic regression over transferable line features, and a token budget.
 
-**The recommended offline reducer** (see ``benchmarks/bench_generalisation.py`` for its
-cross-validated, test-split and WorkArena->WebArena figures with intervals). Every line of
-the tree gets a probability of being what the next action needs, from the features of
-:mod:`.features` (role group, depth, BM25 of the line and of its children's text against
-goal and history, goal words and numbers, tree distance to the last acted element, ...),
-trained on the target lines of recorded steps (evidence coverage, :mod:`lrlib.eval.metrics`, is
-reported). Kept: lines with ``p >= threshold`` (``threshold * cheap`` for short lines,
-which cost ~10 tokens), at most the best ``max_share`` of the page's lines (a scale-aware
-cap; off in the shipped model, see :func:`keep_from_scores`), the ``min_keep`` best lines of every page, and the
-``rescue`` unnamed containers whose children's text best matches the goal
-(:func:`rescued_lines`: a prior for sites unlike the training data); their ancestors are
-shown as ``[bid] role`` stubs (``strategy="structure"``). Training, nested grouped
-cross-validation and the threshold curve live in :mod:`.learned_cv`.
+**The recommended offline reducer** (see ``benchmarks/bench_generalisation.py`` and
+``benchmarks/bench_ood.py`` for its nested cross-validated, test-split, WorkArena->WebArena
+and small-page figures with intervals). Every line of the tree gets a probability of being
+what the next action acts on, from the features of :mod:`.features` (role group, BM25 of the
+line and of its children's text against goal and history, a name the goal quotes or repeats,
+tree distance to the last acted element, order of interactive lines, ...), trained on the
+target lines of recorded steps (evidence coverage, :mod:`lrlib.eval.metrics`, is reported).
+
+**Which lines are kept: a budget, not a threshold.** Lines are taken best first, each with
+the ``[bid] role`` stubs of its ancestors (``strategy="structure"``), while the running cost
+stays within ``budget * page tokens + overhead`` (:func:`rank_lines`, :func:`n_kept`);
+lines below the probability ``floor`` are never taken (the first line always is). A
+probability threshold keeps whatever the model is sure of, so its reduction follows the
+pages (most of a small page, little of a page like the training ones); a budget makes the
+kept fraction a choice - the paper's ``alpha`` of the cost break-even - and spends it where
+the ranking is best on *every* page. ``overhead`` is the fixed allowance a page of a few
+dozen tokens needs for its root stub and two or three controls. Training, nested grouped
+cross-validation, the knob choice and the budget curve live in :mod:`lrlib.eval.learned_cv`.
 
 The weights live in ``learned_model.json`` beside this module: feature names, scaler,
-coefficients, the chosen knobs, and provenance (lrlib version, git commit, training split,
+coefficients, the chosen knobs, and provenance (lrlib version, git commit, training rows,
 cross-validation scores, date). Loading is plain JSON and inference plain numpy: no
-pickle, no scikit-learn at run time (training, :func:`.learned_cv.fit_model`, needs it).
+pickle, no scikit-learn at run time (training, :func:`lrlib.eval.learned_cv.fit_model`, needs it).
 
 No page-controlled signal lifts a line alone: focus is not read (neither a feature nor a
-length), so it never changes what is kept, and lexical match saturates (see
+length), widget state may only lower a score, and lexical match saturates (see
 :mod:`.features`); ``tests/test_learned.py`` plants focused attack dialogs in real trees
 and checks it. What the scorer still cannot tell apart is an attack *button* from a plain
-one: on pages where it keeps every button, a planted button is kept too (measured in
-``benchmarks/bench_generalisation.py``'s report), so it is no security boundary alone.
+one, so it is no security boundary alone.
 
 >>> from lrlib.core.step import Step
 >>> tree = "RootWebArea 'Shop'\\n\\t[3] link 'Home'\\n\\t[4] button 'Add to cart'"
@@ -36,7 +40,6 @@ True
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -45,8 +48,9 @@ import numpy as np
 
 from lrlib.core.step import Step
 from lrlib.reducers.base import Output, Reducer
+from lrlib.reducers.budget import Ranking, kept_lines, n_kept, page_costs, rank_lines, whole_lines
 from lrlib.reducers.chunking import lines_output
-from lrlib.reducers.features import FEATURES, line_features, rescued_lines, short_lines
+from lrlib.reducers.features import FEATURES, carriers, line_features
 from lrlib.reducers.registry import get_reducer, register_reducer  # noqa: F401 (doctest)
 
 MODEL_FILE = Path(__file__).with_name("learned_model.json")
@@ -132,58 +136,27 @@ def cached_features(step: Step) -> np.ndarray:
     return X
 
 
-SHARE_FLOOR = 5  # the share cap never goes below this many lines
-
-
-def keep_from_scores(
-    p: np.ndarray,
-    threshold: float,
-    min_keep: int = 0,
-    short: np.ndarray | None = None,
-    cheap: float = 1.0,
-    max_share: float = 1.0,
-) -> list[int]:
-    """1-based lines with ``p >= threshold`` (``threshold * cheap`` for ``short`` lines, which
-    cost few tokens), at most the best ``max_share`` of the page's lines (never fewer than
-    :data:`SHARE_FLOOR`), plus the ``min_keep`` best.
-
-    The share cap makes the rule scale-aware (relative features such as BM25 saturate on a
-    page of tens of lines, where a fixed threshold can keep most of it; on long pages the
-    threshold binds first). It is a CV-chosen knob: on the recorded pages it cost one target
-    in 294 for no reduction, so the shipped model leaves it off (``max_share=1``).
-
-    >>> keep_from_scores(np.array([0.1, 0.9, 0.3]), 0.5, 2)
-    [2, 3]
-    >>> keep_from_scores(np.array([0.1, 0.9, 0.3]), 0.5, short=np.array([1, 0, 1]), cheap=0.5)
-    [2, 3]
-    >>> keep_from_scores(np.linspace(1, 0.5, 20), 0.1, max_share=0.1)  # 5 lines, the floor
-    [1, 2, 3, 4, 5]
-    """
-    bar = np.where(short > 0, threshold * cheap, threshold) if short is not None else threshold
-    above = np.flatnonzero(p >= bar)
-    cap = max(SHARE_FLOOR, math.ceil(max_share * len(p)))
-    if len(above) > cap:
-        above = above[np.argsort(-p[above], kind="stable")[:cap]]
-    keep = set(above.tolist())
-    if min_keep > 0:
-        keep.update(np.argsort(-p, kind="stable")[:min_keep].tolist())
-    return sorted(i + 1 for i in keep)
+KNOBS = ("budget", "overhead", "floor", "rescue")
 
 
 @register_reducer("learned")
 class Learned(Reducer):
-    """Keep the lines the learned scorer rates at least ``threshold`` (default: the knob
-    chosen by grouped cross-validation, stored in the model file)."""
+    """Keep the best lines of the learned scorer within a token budget (default knobs: the
+    ones grouped cross-validation chose, stored in the model file).
+
+    ``budget``: the share of the page's tokens to keep (0-1); ``overhead``: tokens allowed
+    beyond that share; ``floor``: lines less likely than this are never kept; ``rescue``:
+    how many unnamed elements named by a child's text that the goal mentions to take first
+    (:func:`~lrlib.reducers.features.carriers`)."""
 
     name = "learned"
 
     def __init__(
         self,
-        threshold: float | None = None,
-        min_keep: int | None = None,
-        cheap: float | None = None,
+        budget: float | None = None,
+        overhead: float | None = None,
+        floor: float | None = None,
         rescue: int | None = None,
-        max_share: float | None = None,
         strategy: str = "structure",
         markers: bool = False,
         model_file: str | Path | None = None,
@@ -191,19 +164,18 @@ class Learned(Reducer):
     ) -> None:
         self.model, record = load_model(model_file or MODEL_FILE)
         knobs = record.get("knobs", {})
-        self.threshold = float(threshold if threshold is not None else knobs.get("threshold", 0.5))
-        self.min_keep = int(min_keep if min_keep is not None else knobs.get("min_keep", 0))
-        self.cheap = float(cheap if cheap is not None else knobs.get("cheap", 1.0))
-        self.rescue = int(rescue if rescue is not None else knobs.get("rescue", 0))
-        share = max_share if max_share is not None else knobs.get("max_share", 1.0)
-        self.max_share = float(share)
+        self.budget = float(budget if budget is not None else knobs.get("budget", 0.25))
+        self.overhead = float(overhead if overhead is not None else knobs.get("overhead", 0.0))
+        self.floor = float(floor if floor is not None else knobs.get("floor", 0.0))
+        self.rescue = int(rescue if rescue is not None else knobs.get("rescue", 1))
+        if not 0.0 <= self.budget <= 1.0:
+            raise ValueError(f"budget is a share of the page's tokens: 0-1, not {self.budget}")
         self.strategy, self.markers = strategy, markers
         super().__init__(
-            threshold=self.threshold,
-            min_keep=self.min_keep,
-            cheap=self.cheap,
+            budget=self.budget,
+            overhead=self.overhead,
+            floor=self.floor,
             rescue=self.rescue,
-            max_share=self.max_share,
             strategy=strategy,
             markers=markers,
             **kwargs,
@@ -213,23 +185,22 @@ class Learned(Reducer):
         """The probability of every line of ``step``."""
         return self.model.predict(cached_features(step))
 
-    def keep(
-        self,
-        step: Step,
-        p: np.ndarray | None = None,
-        threshold: float | None = None,
-        X: np.ndarray | None = None,
-    ) -> list[int]:
-        """The 1-based lines kept (``p``, ``X``: precomputed scores and features;
-        ``threshold``: override the knob)."""
-        if X is None and (p is None or self.rescue):
-            X = cached_features(step)
+    def ranking(self, step: Step, p: np.ndarray | None = None) -> Ranking:
+        """``step``'s lines best first, with the cost of every prefix (``p``: precomputed
+        scores)."""
+        X = cached_features(step)
         p = self.model.predict(X) if p is None else p
-        t = self.threshold if threshold is None else threshold
-        lines = keep_from_scores(p, t, self.min_keep, short_lines(step), self.cheap, self.max_share)
-        if self.rescue:
-            lines = sorted(set(lines) | set(rescued_lines(X, self.rescue)))
-        return lines
+        tokens, stubs = page_costs(step, self.encoding)
+        first = carriers(X, p, self.rescue)
+        return rank_lines(p, tokens, stubs, step.axtree.parents, whole_lines(step), first)
+
+    def keep(
+        self, step: Step, p: np.ndarray | None = None, budget: float | None = None
+    ) -> list[int]:
+        """The 1-based lines kept (``p``: precomputed scores; ``budget``: override the knob)."""
+        r = self.ranking(step, p)
+        k = n_kept(r, self.budget if budget is None else budget, self.overhead, self.floor)
+        return kept_lines(r, k)
 
     def select(self, step: Step) -> Output:
         lines = self.keep(step)

@@ -53,16 +53,8 @@ from typing import Any
 from lrlib.core.step import Step
 from lrlib.reducers.base import Output, Reducer
 from lrlib.reducers.chunking import lines_output
-from lrlib.reducers.features import (
-    goal_terms,
-    history_bids,
-    kids_text,
-    line_names,
-    role_group,
-    stem,
-    term_matcher,
-    unfocused,
-)
+from lrlib.reducers.features import history_bids, kids_text, line_names, role_group, unfocused
+from lrlib.reducers.lexicon import goal_terms, stem, term_matcher
 from lrlib.reducers.registry import register_reducer
 
 __all__ = [

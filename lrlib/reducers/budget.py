@@ -1,0 +1,131 @@
+"""Keeping a page's best lines within a token budget (the learned scorer's selection rule).
+
+Lines are taken best first; each brings the ``[bid] role`` stubs of its ancestors not shown
+yet (the structure-preserving rendering), and an ancestor that is a form control (a
+``combobox`` or ``listbox`` around a kept option: ``whole``) comes verbatim instead, since the
+option is chosen *through* it. :func:`rank_lines` prices every prefix of that order once;
+:func:`n_kept` then answers "how many fit in ``budget * page tokens + overhead``, none below
+probability ``floor``" with two binary searches, so a knob grid costs microseconds a step.
+
+>>> p = np.array([0.1, 0.9, 0.5])
+>>> r = rank_lines(p, np.array([5.0, 4, 3]), np.array([2.0, 2, 2]), [-1, 0, 0])
+>>> r.order.tolist(), r.cost.tolist(), kept_lines(r, n_kept(r, 0.75))
+([1, 2, 0], [6.0, 9.0, 12.0], [2, 3])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from lrlib.core.step import Step
+from lrlib.reducers.features import role_group, unfocused
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """A step's lines best first: ``order`` (0-based lines), their probabilities ``p``
+    (descending), ``cost[k]`` the tokens of keeping ``order[:k + 1]`` with the stubs of
+    their ancestors, ``total`` the page's tokens, and ``kept_at[i]`` the prefix index from
+    which line ``i`` is shown verbatim (its own turn, or earlier as a ``whole`` ancestor)."""
+
+    order: np.ndarray
+    p: np.ndarray
+    cost: np.ndarray
+    total: float
+    kept_at: np.ndarray
+
+
+def rank_lines(
+    p: np.ndarray,
+    tokens: np.ndarray,
+    stub_tokens: np.ndarray,
+    parents: Sequence[int],
+    whole: np.ndarray | None = None,
+    first: Sequence[int] = (),
+) -> Ranking:
+    """Order lines by ``p`` (ties: page order; the 0-based lines ``first`` before all) and
+    price every prefix: a line costs its ``tokens`` (nothing when already shown verbatim,
+    less its stub's when shown as a stub), plus its ancestors not shown yet: ``stub_tokens``
+    each, or ``tokens`` for those flagged ``whole`` (kept verbatim).
+
+    >>> r = rank_lines(np.array([0.2, 0.1, 0.9]), np.array([5.0, 6, 3]), np.array([2.0, 2, 2]),
+    ...                [-1, 0, 1], whole=np.array([False, True, False]))
+    >>> r.order.tolist(), r.cost.tolist(), r.kept_at.tolist()  # line 1 comes whole with 2
+    ([2, 0, 1], [11.0, 14.0, 14.0], [1, 0, 0])
+    """
+    n = len(p)
+    rank = np.asarray(p, float).copy()
+    if len(first):
+        rank[list(first)] = 2.0  # above any probability
+    order = np.argsort(-rank, kind="stable")
+    shown = np.zeros(n, np.int8)  # 0 hidden, 1 stub, 2 verbatim
+    kept_at = np.full(n, n, int)
+    steps = np.zeros(n)
+    for k, a in enumerate(order):
+        add = 0.0 if shown[a] == 2 else tokens[a] - (stub_tokens[a] if shown[a] else 0.0)
+        if shown[a] != 2:
+            shown[a], kept_at[a] = 2, k
+        q = parents[a]
+        while q >= 0 and shown[q] == 0:
+            if whole is not None and whole[q]:
+                shown[q], kept_at[q] = 2, k
+                add += tokens[q]
+            else:
+                shown[q] = 1
+                add += stub_tokens[q]
+            q = parents[q]
+        steps[k] = add
+    return Ranking(order, np.minimum(rank[order], 1.0), np.cumsum(steps), float(np.sum(tokens)),
+                   kept_at)  # fmt: skip
+
+
+def n_kept(r: Ranking, budget: float, overhead: float = 0.0, floor: float = 0.0) -> int:
+    """How many of the best lines fit in ``budget * r.total + overhead`` tokens, none below
+    probability ``floor`` (at least one line whenever the page has one).
+
+    >>> r = Ranking(np.arange(4), np.array([0.9, 0.5, 0.2, 0.01]), np.array([3.0, 6, 9, 12]), 12,
+    ...             np.arange(4))
+    >>> n_kept(r, 0.5), n_kept(r, 0.5, overhead=3), n_kept(r, 1.0, floor=0.1), n_kept(r, 0.0)
+    (2, 3, 3, 1)
+    """
+    fits = int(np.searchsorted(r.cost, budget * r.total + overhead, side="right"))
+    above = int(np.searchsorted(-r.p, -floor, side="right"))
+    return max(min(fits, above), min(1, len(r.order)))
+
+
+def kept_lines(r: Ranking, k: int) -> list[int]:
+    """The 1-based lines shown verbatim when the best ``k`` are taken."""
+    return (np.flatnonzero(r.kept_at < k) + 1).tolist()
+
+
+def page_costs(step: Step, encoding: str) -> tuple[np.ndarray, np.ndarray]:
+    """Tokens of every line of ``step``'s tree and of its ``[bid] role`` stub. A line is
+    priced without the ``focused`` state the page sets (two tokens), so that focus cannot
+    change what fits.
+
+    >>> cost = lambda tree: page_costs(Step(goal="g", tree=tree), "o200k_base")[0].tolist()
+    >>> cost("[1] button 'Go', focused") == cost("[1] button 'Go'")
+    True
+    """
+    from lrlib.core.pruning import _stubs
+    from lrlib.core.tokens import line_token_counts
+
+    t = step.axtree
+    stubs = _stubs(t, list(range(len(t))))
+    return (
+        np.asarray(line_token_counts([unfocused(x) for x in t.texts], encoding), float),
+        np.asarray(line_token_counts(stubs, encoding), float),
+    )
+
+
+def whole_lines(step: Step) -> np.ndarray:
+    """True for the lines kept verbatim when a descendant is kept: form controls (a
+    ``combobox`` or ``listbox`` holding options, a text field holding its value).
+
+    >>> whole_lines(Step(goal="g", tree="[1] combobox 'Size'\\n\\t[2] option 'S'")).tolist()
+    [True, False]
+    """
+    return np.array([role_group(r) == "form" for r in step.axtree.roles], bool)

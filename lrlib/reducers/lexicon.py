@@ -1,0 +1,149 @@
+"""The goal's words, as the tunable reducers match them against line names.
+
+Goal text is written by whoever sets the task, so matching it is a relevance signal the
+page cannot fake on its own (a page can only *repeat* goal words, which the features
+saturate, :mod:`.features`). Three granularities:
+
+- :func:`goal_terms` / :func:`terms`: content words (stop words and instructions to the
+  agent dropped, crude stems), for counting shared words;
+- :func:`term_matcher`: a regex finding those words inside other text (*best-selling*
+  finds *Bestsellers*, numbers only as whole numbers);
+- :func:`quoted_phrases` and :func:`in_goal`: a line's *whole* name against the goal, as
+  small synthetic tasks name their targets ("Click on the "no" button", "Select Nb and
+  click Submit") and form-filling goals name their values (``{'Choose the colour':
+  'Silver'}``).
+
+>>> goal = 'Select Nb and click "Submit"'
+>>> goal_terms(goal), sorted(quoted_phrases(goal)), in_goal("nb", normalise(goal))
+(['select', 'nb', 'submit'], ['submit'], True)
+"""
+
+from __future__ import annotations
+
+import re
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset((
+    "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "go",
+    "how", "i", "in", "into", "is", "it", "me", "my", "of", "on", "or", "our", "please", "show",
+    "tell", "that", "the", "their", "them", "then", "there", "this", "to", "us", "was", "we",
+    "what", "when", "where", "which", "who", "will", "with", "you", "your",
+    # instructions to the agent, not content of the page
+    "click", "press", "enter", "type", "find", "navigate",
+))  # fmt: skip
+_SUFFIX = re.compile(r"(?:ies|ings?|es|ed|s)$")
+# "double", “curly” or 'single' quotes (a single quote only between non-letters: not it's)
+_QUOTE = re.compile(r'"([^"]{1,80})"|“([^”]{1,80})”|(?<![A-Za-z])\'([^\']{1,80})\'(?![A-Za-z])')
+_NOT_NAME = re.compile(r"[^\w#@$%&+./:-]+")
+# a name the goal wants off: {'Eclipse IDE': False}, "uncheck 'Eclipse IDE'"
+_OFF = re.compile(
+    r"""(?:["'“]([^"'”]{1,80})["'”]\s*:\s*(?:false|no|off)\b)"""
+    r"""|(?:\b(?:un-?check|untick|deselect|unselect|clear)\s+(?:the\s+)?["'“]([^"'”]{1,80})["'”])""",
+    re.IGNORECASE,
+)
+MAX_NAME = 80  # characters: longer names are sentences, not labels the goal could repeat
+
+
+def content(word: str) -> bool:
+    """A content word: not a stop word, and two characters or more unless a number.
+
+    >>> content("the"), content("x"), content("7"), content("ipad")
+    (False, False, True, True)
+    """
+    return word not in _STOP and (len(word) > 1 or word.isdigit())
+
+
+def stem(word: str) -> str:
+    """A crude stem: common English suffixes off, at least 3 letters left.
+
+    >>> stem("selling"), stem("customers"), stem("categories"), stem("is")
+    ('sell', 'customer', 'categor', 'is')
+    """
+    cut = _SUFFIX.sub("", word)
+    return cut if len(cut) >= 3 else word
+
+
+def goal_terms(text: str) -> list[str]:
+    """Stemmed content words of ``text`` (stop words and one-letter words dropped; numbers,
+    even one digit, kept: "Select 5", "order 3" name an option or a quantity).
+
+    >>> goal_terms("Go to the hardware store and order 3 'iPad pro' (Silver)")
+    ['hardware', 'store', 'order', '3', 'ipad', 'pro', 'silver']
+    """
+    words = (stem(w) for w in _WORD.findall(text.lower()) if content(w))
+    return list(dict.fromkeys(words))
+
+
+def term_matcher(terms: list[str]) -> re.Pattern[str] | None:
+    """A regex finding the terms in lower-cased text: numbers as whole tokens, words of four
+    letters or more anywhere in a word, shorter words at the start of a word.
+
+    >>> bool(term_matcher(["best"]).search("bestsellers")), term_matcher([])
+    (True, None)
+    """
+    parts = []
+    for t in terms:
+        if t.isdigit():
+            parts.append(rf"(?<![0-9]){t}(?![0-9])")
+        elif len(t) >= 4:
+            parts.append(re.escape(t))
+        else:
+            parts.append(rf"\b{re.escape(t)}")
+    return re.compile("|".join(parts)) if parts else None
+
+
+def terms(text: str) -> set[str]:
+    """Content words of ``text`` (as :func:`goal_terms` keeps them), cut to five letters.
+
+    >>> sorted(terms("Order the best-selling laptops, 2 of them"))
+    ['2', 'best', 'lapto', 'order', 'selli']
+    """
+    return {w[:5] for w in _WORD.findall(text.lower()) if content(w)}
+
+
+def normalise(text: str) -> str:
+    """Case-folded words of ``text`` separated by single spaces (punctuation other than
+    ``# @ $ % & + . / : -`` is a separator), for whole-name comparisons.
+
+    >>> normalise("  Tab #2 ("), normalise("Choose the colour:")
+    ('tab #2', 'choose the colour:')
+    """
+    return " ".join(_NOT_NAME.sub(" ", text.casefold()).split())
+
+
+def quoted_phrases(goal: str) -> set[str]:
+    """The :func:`normalise`\\ d phrases the goal puts in quotes.
+
+    >>> sorted(quoted_phrases("order 2 \\"iPad pro\\" with {'Choose the colour': 'Silver'}"))
+    ['choose the colour', 'ipad pro', 'silver']
+    >>> quoted_phrases("it's the user's page")
+    set()
+    """
+    found = (next(g for g in m.groups() if g is not None) for m in _QUOTE.finditer(goal))
+    return {p for p in map(normalise, found) if p}
+
+
+def switched_off(goal: str) -> set[str]:
+    """The :func:`normalise`\\ d names the goal wants unticked: a ``'name': False`` entry of a
+    configuration, or a quoted name after "uncheck", "untick", "deselect", "unselect", "clear".
+
+    >>> sorted(switched_off("order it with {'Adobe Acrobat': True, 'Eclipse IDE': False}"))
+    ['eclipse ide']
+    >>> switched_off('Uncheck "Newsletter" and submit')
+    {'newsletter'}
+    """
+    return {normalise(a or b) for a, b in _OFF.findall(goal)}
+
+
+def in_goal(name: str, goal: str) -> bool:
+    """True when a :func:`normalise`\\ d line name occurs in the normalised ``goal`` as whole
+    words, and is a plausible label: at most :data:`MAX_NAME` characters, with a content
+    word or a number (so "to" or "a" never match).
+
+    >>> g = normalise("Click on the Tab #2, then the 'no' button")
+    >>> in_goal("tab #2", g), in_goal("no", g), in_goal("ta", g), in_goal("the", g)
+    (True, True, False, False)
+    """
+    if not name or len(name) > MAX_NAME or not any(content(w) for w in _WORD.findall(name)):
+        return False
+    return f" {name} " in f" {goal} "
