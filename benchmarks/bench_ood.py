@@ -6,10 +6,11 @@ vectors are not cached yet)
 
 The set (built by ``benchmarks/build_miniwob_ood.py``, described in ``data/README.md``) is
 small synthetic pages from MiniWoB++ in BrowserGym's AXTree format, each step's action
-verified by the task's own reward. It is a CHECK set: no reducer was tuned on it, and none
-may be. Its task types fall in two fixed halves (:func:`lrlib.data.crossval.miniwob_half`, a hash
-of the name): a reducer that trains or tunes on ``--half train`` must be reported on
-``--half check`` only. For every registered offline reducer (:func:`lrlib.eval.evaluation.all_reducers`): target
+verified by the task's own reward. Its task types fall in two fixed halves
+(:func:`lrlib.data.crossval.miniwob_half`, a hash of the name): the ``check`` half is a CHECK
+set no choice may read; the learned scorer trains on the ``train`` half's task types (as
+one more family each, beside the recorded ones), so its figure is the ``--half check`` one;
+the other reducers were tuned on neither half. For every registered offline reducer (:func:`lrlib.eval.evaluation.all_reducers`): target
 coverage, evidence coverage and median token reduction, each with a 95% interval from a
 bootstrap over episodes (:func:`lrlib.eval.intervals.summary`) and its n (steps/episodes).
 

@@ -24,7 +24,7 @@ from lrlib.eval.evaluation import markdown_table, parse_spec
 from lrlib.reducers import get_reducer
 
 REDUCERS = ("full", "truncate", "truncate-agentlab", "random", "oracle", "bm25",
-            "bm25:unit=chunks", "program")  # fmt: skip
+            "bm25:unit=chunks", "program", "learned")  # fmt: skip
 
 
 def bench(spec: str, steps: list, **extra) -> dict:
