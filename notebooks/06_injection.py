@@ -51,7 +51,7 @@ N_SHOWN = 3 if QUICK else 15  # of the core set, whose retriever answers ship in
 N_LARGE = 8 if QUICK else None  # None: the whole wide set
 POLICIES = injection_eval.POLICIES  # full, truncate (2,000 tokens), closed, fallback:program
 REDUCERS = ["full", "truncate", "truncate-agentlab", "random", "oracle", "bm25",
-            "bm25:unit=chunks", "embedding", "program"]  # fmt: skip
+            "bm25:unit=chunks", "embedding", "program", "learned"]  # fmt: skip
 LR_CONFIGS = [("paper", "json"), ("soft", "json"), ("restrictive", "json"),
               ("defender", "json"), ("paper", "tags"), ("defender", "tags")]  # fmt: skip
 LR_REALISTIC = [("paper", "json"), ("defender", "json"), ("paper", "tags")]  # answered live

@@ -39,6 +39,7 @@ True
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -162,7 +163,9 @@ class Learned(Reducer):
         model_file: str | Path | None = None,
         **kwargs: Any,
     ) -> None:
-        self.model, record = load_model(model_file or MODEL_FILE)
+        path = Path(model_file or MODEL_FILE)
+        self.model, record = load_model(path)
+        self.model_id = f"{path.name}@{hashlib.sha256(path.read_bytes()).hexdigest()[:12]}"
         knobs = record.get("knobs", {})
         self.budget = float(budget if budget is not None else knobs.get("budget", 0.25))
         self.overhead = float(overhead if overhead is not None else knobs.get("overhead", 0.0))
@@ -180,6 +183,15 @@ class Learned(Reducer):
             markers=markers,
             **kwargs,
         )
+
+    def provenance(self) -> dict[str, Any]:
+        """What results record as this reducer's model: the weights file and its digest
+        (:func:`lrlib.eval.evaluation.reducer_provenance`).
+
+        >>> get_reducer("learned").provenance()["model"].startswith("learned_model.json@")
+        True
+        """
+        return {"model": self.model_id, "prompt": None, "prompt_hash": None}
 
     def scores(self, step: Step) -> np.ndarray:
         """The probability of every line of ``step``."""
