@@ -7,7 +7,7 @@ of the MiniWoB task types (:func:`lrlib.data.crossval.miniwob_half`); never the 
 split or the MiniWoB ``check`` half. Steps:
 
 1. features (:mod:`lrlib.reducers.features`), labels (target lines) and token counts for
-   every step, once (:func:`lrlib.eval.learned_cv.prepare`);
+   every step, once (:func:`lrlib.eval.learned_fit.prepare`);
 2. the honest figure, nested grouped cross-validation (``learned_cv.nested_cv``): each
    task family (a recorded task, or a MiniWoB task type) is scored by a model fitted on the
    other families, with knobs (``budget``, ``overhead``, ``floor``: :data:`GRID`) chosen on

@@ -1,9 +1,7 @@
 """Training and honest evaluation of the learned line scorer (:mod:`lrlib.reducers.learned`).
 
-- :func:`labels` and :func:`fit_model`: the training rows and the fit (scikit-learn), with
-  the state features held to non-positive weights (:data:`~lrlib.reducers.features.DEMOTE_ONLY`);
-- :func:`prepare`: a per-tree cache (features, labels, line and stub tokens, parents, target
-  and evidence lines), built once;
+- :func:`labels`, :func:`fit_model`, :func:`prepare`: the training rows, the fit and the
+  per-tree cache (:mod:`lrlib.eval.learned_fit`, re-exported here);
 - :func:`summarise` and :func:`fast_results`: a step's lines ranked by some scores and
   priced once, after which any knob setting (``budget``, ``overhead``, ``floor``) is scored
   in microseconds per step (tokens summed per line: within a fraction of a point of the
@@ -36,9 +34,10 @@ from typing import Any
 import numpy as np
 
 from lrlib.core.step import Step
-from lrlib.reducers.budget import Ranking, kept_lines, n_kept, page_costs, rank_lines, whole_lines
+from lrlib.eval.learned_fit import StepData, fit_model, labels, prepare  # noqa: F401 (API)
+from lrlib.reducers.budget import Ranking, kept_lines, n_kept, rank_lines
 from lrlib.reducers.chunking import lines_output
-from lrlib.reducers.features import DEMOTE_ONLY, FEATURES, carriers, line_features
+from lrlib.reducers.features import carriers
 from lrlib.reducers.learned import KNOBS, LineModel
 from lrlib.reducers.registry import get_reducer
 
@@ -54,115 +53,6 @@ RESCUE = 1  # carriers taken first: a fixed prior (learned.Learned), not chosen 
 MIN_REDUCTION: dict[str, float] = {"miniwob": 0.60, "*": 0.70}
 N_BOOT = 500  # bootstrap replicates per knob setting (a choice, not a report: 2,000 there)
 TIE = 0.005  # coverages closer than this (one or two steps here) are a tie: noise at this n
-
-
-def labels(step: Step, evidence: bool = False) -> np.ndarray:
-    """1 on the step's target lines and, with ``evidence``, on every line of its evidence
-    groups (:func:`lrlib.eval.metrics.evidence_status`). The shipped model is trained on
-    targets only: with evidence labels at weight 0.1-0.3, nested CV target coverage at the
-    same budget fell from ~98% to ~94% (the positives become diffuse) while evidence
-    coverage rose from 59% to 74-77%; evidence coverage is reported, not trained on.
-
-    >>> s = Step(goal="g", tree="[1] combobox 'Size'\\n\\t[2] option 'S'\\n\\t[3] option 'M'",
-    ...          target_bids=("1",), meta={"action": "select_option('1', 'M')"})
-    >>> labels(s, evidence=True).tolist(), labels(s).tolist()
-    ([1, 0, 1], [1, 0, 0])
-    """
-    y = np.zeros(len(step.axtree), int)
-    for n in step.target_lines:
-        y[n - 1] = 1
-    if evidence:
-        for group in _evidence(step) or ():
-            y[group] = 1
-    return y
-
-
-def _evidence(step: Step) -> list[list[int]] | None:
-    """0-based evidence groups of ``step`` (None: no evidence, or a missing target)."""
-    from lrlib.eval.metrics import evidence_status
-
-    status, groups = evidence_status(step)
-    n = len(step.axtree)
-    return [[i - 1 for i in g if 1 <= i <= n] for g in groups] if status == "ok" else None
-
-
-def fit_model(
-    X: np.ndarray, y: np.ndarray, C: float = 0.1, features: Sequence[str] = FEATURES
-) -> LineModel:
-    """Fit the scorer: scikit-learn's balanced logistic regression (L2, inverse strength
-    ``C``; Newton-Cholesky) on standardised columns. A state feature
-    (:data:`~lrlib.reducers.features.DEMOTE_ONLY`) that would get a positive weight is left
-    out (weight 0) and the rest refitted, so page state can only lower a score.
-
-    >>> X = np.array([[0.0], [1.0], [0.1], [0.9]]); y = np.array([0, 1, 0, 1])
-    >>> m = fit_model(X, y, features=["x"])
-    >>> bool(m.predict(np.array([[1.0]]))[0] > 0.5)
-    True
-    """
-    from sklearn.linear_model import LogisticRegression
-
-    mean = X.mean(axis=0)
-    scale = X.std(axis=0)
-    scale[scale == 0] = 1.0
-    Z = (X - mean) / scale
-    demote = [k for k, f in enumerate(features) if f in DEMOTE_ONLY]
-    used = np.ones(X.shape[1], bool)
-    while True:
-        clf = LogisticRegression(
-            C=C, class_weight="balanced", solver="newton-cholesky", max_iter=200
-        ).fit(Z[:, used], y)
-        coef = np.zeros(X.shape[1])
-        coef[used] = clf.coef_[0]
-        wrong = [k for k in demote if coef[k] > 0]
-        if not wrong:
-            return LineModel(features, mean, scale, coef, float(clf.intercept_[0]))
-        used[wrong] = False
-
-
-@dataclass
-class StepData:
-    """What scoring a step needs, computed once: features ``X``, labels ``y``, per-line
-    tokens and ``[bid] role`` stub tokens, parents, the lines kept whole around a kept child
-    (:func:`~lrlib.reducers.budget.whole_lines`), 0-based target lines (None: no target
-    in the tree), 0-based evidence groups (None: none), the step's benchmark and episode."""
-
-    X: np.ndarray
-    y: np.ndarray
-    tokens: np.ndarray
-    stub_tokens: np.ndarray
-    parents: np.ndarray
-    whole: np.ndarray
-    targets: list[int] | None
-    evidence: list[list[int]] | None
-    benchmark: str
-    episode: str
-
-
-def prepare(steps: Sequence[Step], encoding: str | None = None) -> list[StepData]:
-    """The :class:`StepData` of every step (the expensive part: ~20 ms a step)."""
-    from lrlib.core.tokens import DEFAULT_ENCODING
-    from lrlib.eval.metrics import target_status
-
-    enc = encoding or DEFAULT_ENCODING
-    out = []
-    for s in steps:
-        tokens, stubs = page_costs(s, enc)
-        ok = target_status(s) == "ok"
-        out.append(
-            StepData(
-                X=line_features(s),
-                y=labels(s),
-                tokens=tokens,
-                stub_tokens=stubs,
-                parents=np.asarray(s.axtree.parents, int),
-                whole=whole_lines(s),
-                targets=[n - 1 for n in s.target_lines] if ok else None,
-                evidence=_evidence(s),
-                benchmark=str(s.benchmark or s.meta.get("benchmark") or ""),
-                episode=str(s.meta.get("episode") or s.step_id),
-            )
-        )
-    return out
 
 
 @dataclass

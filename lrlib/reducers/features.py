@@ -16,7 +16,7 @@ names and widget state; none of them lifts a line on its own: focus is not read 
 (relative BM25 in [0, 1], at most two goal terms counted, a whole-name match is one bit),
 and the state features (:data:`DEMOTE_ONLY`: a filled field, a ticked box, the element
 just acted on) may only lower a score: training refuses a positive weight for them
-(:func:`lrlib.eval.learned_cv.fit_model`).
+(:func:`lrlib.eval.learned_fit.fit_model`).
 
 >>> from lrlib.core.step import Step
 >>> tree = "RootWebArea 'Shop'\\n\\t[3] link 'Home'\\n\\t[4] button 'Add to cart'"

@@ -22,7 +22,7 @@ cross-validation, the knob choice and the budget curve live in :mod:`lrlib.eval.
 The weights live in ``learned_model.json`` beside this module: feature names, scaler,
 coefficients, the chosen knobs, and provenance (lrlib version, git commit, training rows,
 cross-validation scores, date). Loading is plain JSON and inference plain numpy: no
-pickle, no scikit-learn at run time (training, :func:`lrlib.eval.learned_cv.fit_model`, needs it).
+pickle, no scikit-learn at run time (training, :func:`lrlib.eval.learned_fit.fit_model`, needs it).
 
 No page-controlled signal lifts a line alone: focus is not read (neither a feature nor a
 length), widget state may only lower a score, and lexical match saturates (see
@@ -116,7 +116,7 @@ def load_model(path: str | Path = MODEL_FILE) -> tuple[LineModel, dict[str, Any]
 
 
 _FEATURE_CACHE: dict[tuple[str, str, tuple[str, ...]], np.ndarray] = {}
-FEATURE_CACHE_SIZE = 512  # trees; a threshold sweep re-reduces the same steps per value
+FEATURE_CACHE_SIZE = 512  # trees; a budget sweep re-reduces the same steps per value
 
 
 def cached_features(step: Step) -> np.ndarray:
