@@ -1,6 +1,7 @@
 """Sets of injected steps: :func:`build_set` attacks a seeded sample of steps with every
 (attack, position) pair equally often (:func:`plan`), :func:`pinned_set` /
-:func:`realistic_set` attack the fixed steps named in ``injection_steps.json``, and
+:func:`realistic_set` / :func:`heldout_set` attack the fixed steps named in
+``injection_steps.json``, and
 :func:`visible_spans` says which attack text a reduced observation still shows. One
 injected step is :func:`lrlib.eval.inject.inject`.
 """
@@ -14,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from lrlib.core.step import Step
 from lrlib.eval.inject import (
     EVIL_HOST,
+    HELDOUT,
     LEGACY,
     PAYLOAD_HOST,
     POSITIONS,
@@ -151,3 +153,10 @@ def realistic_set(name: str = "core", steps: Iterable[Step] | None = None) -> li
     """Each pinned step attacked once by a :data:`REALISTIC` attack placed first in the
     tree (the first child of the page, where real pop-ups sit), the three in turn."""
     return pinned_set(name, REALISTIC, per_step=1, positions=("top",), steps=steps)
+
+
+def heldout_set(name: str = "core", steps: Iterable[Step] | None = None) -> list[InjectedStep]:
+    """Each pinned step attacked once by a :data:`~lrlib.eval.inject.HELDOUT` attack (shapes
+    written after :mod:`lrlib.core.suspect` was fixed), the four in turn, at every position
+    in turn: how the guard does on attacks it was not written against."""
+    return pinned_set(name, HELDOUT, per_step=1, positions=POSITIONS, steps=steps)

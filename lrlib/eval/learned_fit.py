@@ -16,11 +16,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from lrlib.core.step import Step
+from lrlib.core.suspect import suspect_lines
 from lrlib.reducers.budget import page_costs, whole_lines
 from lrlib.reducers.features import DEMOTE_ONLY, FEATURES, line_features
 from lrlib.reducers.learned import LineModel
@@ -94,7 +95,8 @@ class StepData:
     """What scoring a step needs, computed once: features ``X``, labels ``y``, per-line
     tokens and ``[bid] role`` stub tokens, parents, the lines kept whole around a kept child
     (:func:`~lrlib.reducers.budget.whole_lines`), 0-based target lines (None: no target
-    in the tree), 0-based evidence groups (None: none), the step's benchmark and episode."""
+    in the tree), 0-based evidence groups (None: none), the step's benchmark and episode,
+    and the 0-based lines the guard never keeps (:func:`lrlib.core.suspect.suspect_lines`)."""
 
     X: np.ndarray
     y: np.ndarray
@@ -106,6 +108,7 @@ class StepData:
     evidence: list[list[int]] | None
     benchmark: str
     episode: str
+    banned: list[int] = field(default_factory=list)
 
 
 def prepare(steps: Sequence[Step], encoding: str | None = None) -> list[StepData]:
@@ -130,6 +133,7 @@ def prepare(steps: Sequence[Step], encoding: str | None = None) -> list[StepData
                 evidence=_evidence(s),
                 benchmark=str(s.benchmark or s.meta.get("benchmark") or ""),
                 episode=str(s.meta.get("episode") or s.step_id),
+                banned=[n - 1 for n in suspect_lines(s)],
             )
         )
     return out

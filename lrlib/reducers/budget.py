@@ -45,11 +45,14 @@ def rank_lines(
     parents: Sequence[int],
     whole: np.ndarray | None = None,
     first: Sequence[int] = (),
+    banned: Sequence[int] = (),
 ) -> Ranking:
     """Order lines by ``p`` (ties: page order; the 0-based lines ``first`` before all) and
     price every prefix: a line costs its ``tokens`` (nothing when already shown verbatim,
     less its stub's when shown as a stub), plus its ancestors not shown yet: ``stub_tokens``
-    each, or ``tokens`` for those flagged ``whole`` (kept verbatim).
+    each, or ``tokens`` for those flagged ``whole`` (kept verbatim). The 0-based lines
+    ``banned`` rank last with probability -1 (so no ``floor`` admits them), and are never
+    shown verbatim: an ancestor among them is a stub even when ``whole``.
 
     >>> r = rank_lines(np.array([0.2, 0.1, 0.9]), np.array([5.0, 6, 3]), np.array([2.0, 2, 2]),
     ...                [-1, 0, 1], whole=np.array([False, True, False]))
@@ -60,17 +63,23 @@ def rank_lines(
     rank = np.asarray(p, float).copy()
     if len(first):
         rank[list(first)] = 2.0  # above any probability
+    barred = np.zeros(n, bool)
+    if len(banned):
+        barred[list(banned)] = True
+        rank[barred] = -1.0  # below any probability
     order = np.argsort(-rank, kind="stable")
     shown = np.zeros(n, np.int8)  # 0 hidden, 1 stub, 2 verbatim
     kept_at = np.full(n, n, int)
     steps = np.zeros(n)
     for k, a in enumerate(order):
+        if barred[a]:
+            continue  # costs nothing: never shown (the floor stops before it)
         add = 0.0 if shown[a] == 2 else tokens[a] - (stub_tokens[a] if shown[a] else 0.0)
         if shown[a] != 2:
             shown[a], kept_at[a] = 2, k
         q = parents[a]
         while q >= 0 and shown[q] == 0:
-            if whole is not None and whole[q]:
+            if whole is not None and whole[q] and not barred[q]:
                 shown[q], kept_at[q] = 2, k
                 add += tokens[q]
             else:

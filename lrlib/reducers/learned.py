@@ -27,8 +27,10 @@ pickle, no scikit-learn at run time (training, :func:`lrlib.eval.learned_fit.fit
 No page-controlled signal lifts a line alone: focus is not read (neither a feature nor a
 length), widget state may only lower a score, and lexical match saturates (see
 :mod:`.features`); ``tests/test_learned.py`` plants focused attack dialogs in real trees
-and checks it. What the scorer still cannot tell apart is an attack *button* from a plain
-one, so it is no security boundary alone.
+and checks it. What the scores cannot tell apart is an attack *button* from a plain one;
+the ``guard`` (on by default) drops lines whose *text* gives an attack away (control
+markup, words addressed to an AI, a web address of another site, :mod:`lrlib.core.suspect`),
+which no score can lift back. An attack in plain words passes: no security boundary alone.
 
 >>> from lrlib.core.step import Step
 >>> tree = "RootWebArea 'Shop'\\n\\t[3] link 'Home'\\n\\t[4] button 'Add to cart'"
@@ -48,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from lrlib.core.step import Step
+from lrlib.core.suspect import suspect_lines
 from lrlib.reducers.base import Output, Reducer
 from lrlib.reducers.budget import Ranking, kept_lines, n_kept, page_costs, rank_lines, whole_lines
 from lrlib.reducers.chunking import lines_output
@@ -148,7 +151,9 @@ class Learned(Reducer):
     ``budget``: the share of the page's tokens to keep (0-1); ``overhead``: tokens allowed
     beyond that share; ``floor``: lines less likely than this are never kept; ``rescue``:
     how many unnamed elements named by a child's text that the goal mentions to take first
-    (:func:`~lrlib.reducers.features.carriers`)."""
+    (:func:`~lrlib.reducers.features.carriers`); ``guard``: never keep a line that speaks to
+    the agent (:func:`lrlib.core.suspect.suspect_lines`: control markup, words addressed to
+    an AI, a foreign web address); an ancestor among them shows as a ``[bid] role`` stub."""
 
     name = "learned"
 
@@ -158,6 +163,7 @@ class Learned(Reducer):
         overhead: float | None = None,
         floor: float | None = None,
         rescue: int | None = None,
+        guard: bool = True,
         strategy: str = "structure",
         markers: bool = False,
         model_file: str | Path | None = None,
@@ -173,12 +179,13 @@ class Learned(Reducer):
         self.rescue = int(rescue if rescue is not None else knobs.get("rescue", 1))
         if not 0.0 <= self.budget <= 1.0:
             raise ValueError(f"budget is a share of the page's tokens: 0-1, not {self.budget}")
-        self.strategy, self.markers = strategy, markers
+        self.strategy, self.markers, self.guard = strategy, markers, bool(guard)
         super().__init__(
             budget=self.budget,
             overhead=self.overhead,
             floor=self.floor,
             rescue=self.rescue,
+            guard=self.guard,
             strategy=strategy,
             markers=markers,
             **kwargs,
@@ -203,8 +210,10 @@ class Learned(Reducer):
         X = cached_features(step)
         p = self.model.predict(X) if p is None else p
         tokens, stubs = page_costs(step, self.encoding)
-        first = carriers(X, p, self.rescue)
-        return rank_lines(p, tokens, stubs, step.axtree.parents, whole_lines(step), first)
+        banned = [n - 1 for n in suspect_lines(step)] if self.guard else []
+        first = [i for i in carriers(X, p, self.rescue) if i not in banned]
+        parents = step.axtree.parents
+        return rank_lines(p, tokens, stubs, parents, whole_lines(step), first, banned)
 
     def keep(
         self, step: Step, p: np.ndarray | None = None, budget: float | None = None

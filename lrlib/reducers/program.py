@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from lrlib.core.step import Step
+from lrlib.core.suspect import suspect_lines
 from lrlib.reducers.base import Output, Reducer
 from lrlib.reducers.chunking import lines_output
 from lrlib.reducers.features import history_bids, kids_text, line_names, role_group, unfocused
@@ -210,7 +211,8 @@ def keep_lines(features: Features, knobs: Knobs) -> list[int]:
 
 @register_reducer("program")
 class Program(Reducer):
-    """The tuned rule-based reducer. Any :class:`Knobs` field can be overridden by name."""
+    """The tuned rule-based reducer. Any :class:`Knobs` field can be overridden by name;
+    ``guard`` (default on) drops the lines :func:`lrlib.core.suspect.suspect_lines` flags."""
 
     name = "program"
 
@@ -219,6 +221,7 @@ class Program(Reducer):
         strategy: str = "structure",
         markers: bool = False,
         params_file: str | Path | None = None,
+        guard: bool = True,
         **overrides: Any,
     ) -> None:
         names = {f.name for f in fields(Knobs)}
@@ -228,10 +231,15 @@ class Program(Reducer):
             raise TypeError(f"unknown program knobs {sorted(unknown)}; valid: {sorted(names)}")
         base = Knobs.load(Path(params_file)) if params_file else Knobs.load()
         self.knobs = replace(base, **overrides)
-        self.strategy, self.markers = strategy, markers
+        self.strategy, self.markers, self.guard = strategy, markers, bool(guard)
         kwargs = {"encoding": encoding} if encoding else {}
-        super().__init__(strategy=strategy, markers=markers, **asdict(self.knobs), **kwargs)
+        super().__init__(
+            strategy=strategy, markers=markers, guard=self.guard, **asdict(self.knobs), **kwargs
+        )
 
     def select(self, step: Step) -> Output:
         lines = keep_lines(line_features(step), self.knobs)
+        if self.guard:
+            banned = suspect_lines(step)
+            lines = [n for n in lines if n not in banned]
         return lines_output(step.axtree, lines, self.strategy, self.markers)
