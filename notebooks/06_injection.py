@@ -37,11 +37,13 @@
 # real pop-up injection looks (below).
 
 # %%
+import pandas as pd
 from IPython.display import display
 
 from lrlib.core import sanitize
 from lrlib.data import dataset as data
 from lrlib.eval import inject, injection_sets, sanitize_cost
+from lrlib.reducers import get_reducer
 from lrlib.report import figures, injection_eval, plots, replay, tables, tradeoffs
 
 # %% tags=["parameters"]
@@ -173,6 +175,55 @@ vis_r.round(3)
 injection_eval.breakdown(rows_r, "attack").round(2)
 
 # %% [markdown]
+# ## The guard, and attacks it was not written against
+#
+# The two tunable reducers never keep a line that `lrlib.core.suspect` flags: control
+# markup (`<think>`, `<action>`, a `{"ranges"}` object), a fake numbered tree line, words
+# addressed to an AI ("AI assistant", "ignore all previous instructions", "your new
+# task"), or a web address of another site than the page's (in the text, or as a link's
+# `url=`). On the 446 recorded steps and 425 MiniWoB pages it flags no target and no
+# evidence line, so it costs no coverage there. Every attack above was in view when those
+# rules were written, so what they hide there is an in-sample figure. Four **held-out**
+# shapes (`lrlib.eval.inject.HELDOUT`) were written after the rules were fixed and never
+# used to change them: a plain "session expiring" modal (no address, no markup, no word
+# for an AI: a blocklist cannot see it), a notice to "shopping bots" that names a foreign
+# address, a "note for the agent" with neither, and an obfuscated one (look-alike
+# brackets, a defanged `hxxp://`, a bare IP address, a full-width dot). Each set below is
+# the wide set of steps, one attack per step; `(no guard)` is the same reducer with
+# `guard=False`.
+
+# %%
+GUARDED = {
+    **{name: name for name in ("program", "learned", "bm25")},
+    **{f"{n} (no guard)": get_reducer(n, guard=False) for n in ("program", "learned")},
+}
+sets = {
+    "core (benchmark shapes)": injection_sets.pinned_set("wide", steps=steps, per_step=1),
+    "realistic": injection_sets.realistic_set("wide", steps=steps),
+    "held-out shapes": injection_sets.heldout_set("wide", steps=steps),
+}
+results = {
+    name: injection_eval.score_cached(GUARDED, attacked[:N_LARGE], clean=False)[0]
+    for name, attacked in sets.items()
+}
+guard_vis = pd.concat(
+    [injection_eval.visibility(rows).assign(attacks=name) for name, rows in results.items()],
+    ignore_index=True,
+)
+tables.save_table(
+    guard_vis, "injection_guard",
+    "Payload visibility with and without the guard (lrlib.core.suspect), one attack per "
+    "step on the wide set; 95% CI by episode. Held-out shapes were written after the rules.",
+)  # fmt: skip
+guard_vis.pivot(index="reducer", columns="attacks", values="visible").round(2)
+
+# %% [markdown]
+# Which held-out shapes get through, per reducer:
+
+# %%
+injection_eval.visibility(results["held-out shapes"], per_attack=True).round(2)
+
+# %% [markdown]
 # ## Sanitising the page
 #
 # `lrlib.core.sanitize` rewrites tag-like page text into look-alikes that read the same but are
@@ -232,6 +283,12 @@ injection_eval.breakdown(rows_large, "position").round(2)
 #   under BM25, embeddings and the program reducer); the realistic attacks, which do not
 #   repeat the goal, are mostly dropped by the retrieval baselines (15 steps: the
 #   intervals are wide).
+# * **The guard hides what gives itself away, and no more.** With it, neither tunable
+#   reducer shows a payload of the benchmark or realistic attacks; that is in-sample, as
+#   the rules were written with those attacks in view. Of the held-out shapes the learned
+#   scorer still shows the obfuscated attack button (a full-width dot and a defanged
+#   address are not on the list) on nearly every step that carries it: a blocklist misses
+#   what it does not list, and the scorer keeps buttons for their role.
 # * **The embedded LineRetriever does not defend; it is too small to.** SmolLM2-135M in
 #   JSON mode selects ranges from the top of the page, so every attack planted at the top
 #   survives under every prompt; `defender` does not help this model.

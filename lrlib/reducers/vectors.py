@@ -27,8 +27,9 @@ def normalise(vectors: np.ndarray) -> np.ndarray:
     [[0.6000000238418579, 0.800000011920929], [0.0, 0.0]]
     """
     vectors = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
-    return vectors / np.where(norms > 0, norms, 1.0)
+    # the norm in float64: squares of tiny float32 entries (~1e-23) underflow in float32
+    norms = np.linalg.norm(vectors.astype(np.float64), axis=-1, keepdims=True)
+    return (vectors / np.where(norms > 0, norms, 1.0)).astype(np.float32)
 
 
 def model_slug(model: str) -> str:

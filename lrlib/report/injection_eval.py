@@ -262,10 +262,14 @@ def with_policies(
     return out
 
 
-def visibility(rows: Iterable[Mapping[str, Any]], failures_only: bool = False) -> Any:
+def visibility(
+    rows: Iterable[Mapping[str, Any]], failures_only: bool = False, per_attack: bool = False
+) -> Any:
     """Per reducer: the share of attacked steps whose reduced text shows a payload span,
     with a 95% interval bootstrapped over episodes (:func:`lrlib.eval.intervals.bootstrap`) and
-    n; ``failures_only``: among the steps where the reducer failed (its policy decided).
+    n; ``failures_only``: among the steps where the reducer failed (its policy decided);
+    ``per_attack``: per reducer and attack (rows ``reducer / attack``), each attack's own
+    payload.
 
     >>> rows = [{"reducer": "r", "step_id": s, "episode": s, "payload_visible": v,
     ...          "failure": None} for s, v in (("a", True), ("b", False))]
@@ -276,7 +280,12 @@ def visibility(rows: Iterable[Mapping[str, Any]], failures_only: bool = False) -
 
     from lrlib.eval.intervals import bootstrap
 
-    frame = pd.DataFrame(list(rows)).drop_duplicates(["reducer", "step_id"])
+    frame = pd.DataFrame(list(rows))
+    if per_attack:
+        frame = frame.assign(
+            reducer=frame["reducer"] + " / " + frame["attack"], payload_visible=frame["visible"]
+        )
+    frame = frame.drop_duplicates(["reducer", "step_id"])
     if failures_only:
         frame = frame[frame["failure"].notna()]
     if frame.empty:
