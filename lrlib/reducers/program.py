@@ -26,7 +26,8 @@ lines scoring at least ``threshold`` are kept. The rules read role *groups*
 **No page-controlled lift** (the security issue): focus is not read at all, and the goal
 bonus saturates at two terms, so a name repeating the goal verbatim gains no more than one
 naming two of its words; a line must also be of a kind whose prior and other bonuses reach
-the threshold.
+the threshold. The guard (``guard=True``, :mod:`lrlib.core.suspect`) drops lines whose text
+gives an attack away: control markup, words addressed to an AI, a foreign web address.
 
 The knobs are tuned with grouped cross-validation (leave one task family out, train and
 validation splits only; :func:`~lrlib.eval.program_tuning.tune`, run by
