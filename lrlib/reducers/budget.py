@@ -58,6 +58,10 @@ def rank_lines(
     ...                [-1, 0, 1], whole=np.array([False, True, False]))
     >>> r.order.tolist(), r.cost.tolist(), r.kept_at.tolist()  # line 1 comes whole with 2
     ([2, 0, 1], [11.0, 14.0, 14.0], [1, 0, 0])
+    >>> r = rank_lines(np.array([0.2, 0.1, 0.9]), np.array([5.0, 6, 3]), np.array([2.0, 2, 2]),
+    ...                [-1, 0, 1], whole=np.array([False, True, False]), banned=[1])
+    >>> r.p.tolist(), r.cost.tolist(), r.kept_at.tolist()  # banned 1: a stub, never verbatim
+    ([0.9, 0.2, -1.0], [7.0, 10.0, 10.0], [1, 3, 0])
     """
     n = len(p)
     rank = np.asarray(p, float).copy()
