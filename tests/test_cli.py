@@ -55,6 +55,15 @@ def test_unknown_program_knob(capsys):
     assert "bogus" in line and "valid" in line
 
 
+@pytest.mark.parametrize(
+    ("spec", "words"),
+    [("learned:budget=2", ("budget", "0-1")), ("truncate:budget=-5", ("budget", ">= 0"))],
+)
+def test_bad_reducer_value_fails_before_the_plan(capsys, spec, words):
+    line = one_line_error(capsys, ["evaluate", "--reducers", spec, "--limit", "1"])
+    assert all(w in line for w in words), line
+
+
 def test_unknown_prompt(capsys):
     line = one_line_error(capsys, ["run", "--prompt", "nope", "--offline"])
     assert "'nope'" in line and all(name in line for name in list_prompts())
