@@ -13,7 +13,8 @@ the text: an injection must tell the agent what to do and usually where to go.
 * ``host``: a web address in the visible text (``http://...``, ``www.x``, ``host:port``, a
   bare ``name.example``/``.com``/...) of a host that is neither the page's own
   (:func:`own_hosts`; its parent domain counts) nor named in the goal or the history;
-  e-mail addresses do not count;
+  e-mail addresses do not count, nor does a name that a link into the page's own site
+  also carries in its address (a repository ``a11yproject.com`` at ``/byteblaze/a11yproject.com``);
 * ``link``: a ``url=`` attribute that points to such a foreign host.
 
 The rules read text only: no focus, position or role. On the 446 recorded steps and 425
@@ -147,16 +148,30 @@ def line_reasons(text: str, own: set[str], named: str) -> tuple[str, ...]:
         out.append("numbered")
     if _ADDRESSED.search(text):
         out.append("addressed")
-    body = _URL_ATTR.sub(" ", text) if "url=" in text else text
-    if ("." in body or ":" in body) and any(foreign(h, own, named) for h in hosts(body)):
+    urls = [a or b for a, b in _URL_ATTR.findall(text)] if "url=" in text else []
+    nets = [_netloc(u) for u in urls]
+    body = _URL_ATTR.sub(" ", text) if urls else text
+    # a link into the page's own site named like a domain (a repository "a11yproject.com")
+    # whose own address carries that name: the name is the site's, not an address to go to
+    inside = " ".join(
+        u.lower() for u, n in zip(urls, nets, strict=True) if not n or not foreign(n, own, named)
+    )
+    if ("." in body or ":" in body) and any(
+        foreign(h, own, named) and not _carries(inside, h) for h in hosts(body)
+    ):
         out.append("host")
-    if "url=" in text:
-        for m in _URL_ATTR.finditer(text):
-            net = _netloc(m.group(1) or m.group(2) or "")
-            if net and foreign(net, own, named):
-                out.append("link")
-                break
+    if any(n and foreign(n, own, named) for n in nets):
+        out.append("link")
     return tuple(out)
+
+
+def _carries(urls: str, host: str) -> bool:
+    """True when ``host`` stands whole in ``urls`` (not as the tail of a longer name).
+
+    >>> _carries("/byteblaze/a11yproject.com/-/issues", "a11yproject.com"), _carries("/banana.com", "a.com")
+    (True, False)
+    """
+    return bool(host and re.search(r"(?<![\w.-])" + re.escape(host) + r"(?![\w-]|\.\w)", urls))
 
 
 def suspect_lines(step: Step) -> dict[int, tuple[str, ...]]:
