@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 
 from lrlib.cli import main
@@ -145,3 +146,14 @@ def test_evaluate_defaults_to_validation_and_the_user_area(capsys, tmp_path):
     err = capsys.readouterr().err
     assert "validation" in err.splitlines()[0]
     assert list((tmp_path / "results").glob("evaluation*.csv*"))
+
+
+def test_evaluate_split_all_takes_every_step(capsys, tmp_path):
+    """``--split all`` evaluates the whole dataset (a user's own recorded runs, every split)."""
+    out = tmp_path / "all.csv"
+    argv = ["--debug", "evaluate", "--split", "all", "--reducers", "full", "--no-progress"]
+    assert main([*argv, "--out", str(out)]) == 0
+    assert "steps of every split" in capsys.readouterr().err.splitlines()[0]
+    frame = pd.read_csv(out)
+    assert len(frame) == len(data.load_steps())
+    assert set(frame["split"]) == set(data.SPLITS)

@@ -61,6 +61,7 @@ DEFAULT_REDUCERS = (
     "bm25:unit=chunks",
     "embedding",
     "program",
+    "learned",
 )
 META = ("episode", "benchmark", "task", "family", "step", "split", "episode_success",
         "episode_reward")  # fmt: skip
@@ -312,6 +313,20 @@ def markdown_table(frame, floats: str = "{:.3f}") -> str:
 # ---- command line: ``lrlib evaluate`` ------------------------------------------------
 
 
+def split_arg(value: str) -> str | None:
+    """``--split``'s value: a split name, or ``all`` (None: every step).
+
+    >>> split_arg("all"), split_arg("test")
+    (None, 'test')
+    """
+    from lrlib.data.dataset import SPLITS
+
+    if value != "all" and value not in SPLITS:
+        valid = ", ".join(("all", *SPLITS))
+        raise argparse.ArgumentTypeError(f"unknown split {value!r}; valid: {valid}")
+    return None if value == "all" else value
+
+
 def add_step_arguments(parser: argparse.ArgumentParser, example: str) -> None:
     """``--reducers`` (specs separated by ';', e.g. ``example``), ``--split``, ``--benchmark``:
     the options shared by the commands that run reducers over recorded steps."""
@@ -320,5 +335,10 @@ def add_step_arguments(parser: argparse.ArgumentParser, example: str) -> None:
         default=";".join(DEFAULT_REDUCERS),
         help=f"reducer specs separated by ';' (e.g. '{example}')",
     )
-    parser.add_argument("--split", default=None, help="train, validation or test")
+    parser.add_argument(
+        "--split",
+        default=None,
+        type=split_arg,
+        help="train, validation, test or all (every step of the dataset)",
+    )
     parser.add_argument("--benchmark", default=None, help="only steps of this benchmark")

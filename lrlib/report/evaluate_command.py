@@ -34,7 +34,8 @@ def plan(args: argparse.Namespace) -> str:
 
     n = len(data.load_steps(split=args.split, benchmark=args.benchmark, limit=args.limit))
     specs = [s.strip() for s in args.reducers.split(";") if s.strip()]
-    line = f"{len(specs)} reducers x {n} steps of the {args.split or 'every'} split"
+    where = f"the {args.split} split" if args.split else "every split"
+    line = f"{len(specs)} reducers x {n} steps of {where}"
     if args.split != "validation" and any(s.startswith("embedding") for s in specs):
         line += f"; 'embedding' computes e5 vectors live (not in the pack): ~{n * 2.4 / 60:.0f} min"
     return line + (" and their knob sweeps" if args.curves else "")

@@ -36,9 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     from lrlib.core.prompts import list_prompts
     from lrlib.core.views import list_views
-    from lrlib.data.dataset import SPLITS
+    from lrlib.eval.evaluation import split_arg
 
-    sel.add_argument("--split", default=None, choices=SPLITS, help="default: every split")
+    sel.add_argument(
+        "--split", default=None, type=split_arg, help="train, validation, test or all (default)"
+    )
     sel.add_argument("--benchmark", default=None, help="workarena or webarena")
     sel.add_argument(
         "--limit",
