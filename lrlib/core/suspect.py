@@ -149,18 +149,18 @@ def line_reasons(text: str, own: set[str], named: str) -> tuple[str, ...]:
     if _ADDRESSED.search(text):
         out.append("addressed")
     urls = [a or b for a, b in _URL_ATTR.findall(text)] if "url=" in text else []
-    nets = [_netloc(u) for u in urls]
+    far = [bool(n) and foreign(n, own, named) for n in map(_netloc, urls)]  # "": relative
     body = _URL_ATTR.sub(" ", text) if urls else text
-    # a link into the page's own site named like a domain (a repository "a11yproject.com")
-    # whose own address carries that name: the name is the site's, not an address to go to
-    inside = " ".join(
-        u.lower() for u, n in zip(urls, nets, strict=True) if not n or not foreign(n, own, named)
+    foreign_hosts = (
+        [h for h in hosts(body) if foreign(h, own, named)] if "." in body or ":" in body else []
     )
-    if ("." in body or ":" in body) and any(
-        foreign(h, own, named) and not _carries(inside, h) for h in hosts(body)
-    ):
-        out.append("host")
-    if any(n and foreign(n, own, named) for n in nets):
+    if foreign_hosts:
+        # a link into the page's own site named like a domain (a repository "a11yproject.com")
+        # whose own address carries that name: the name is the site's, not an address to go to
+        inside = " ".join(u.lower() for u, f in zip(urls, far, strict=True) if not f)
+        if any(not _carries(inside, h) for h in foreign_hosts):
+            out.append("host")
+    if any(far):
         out.append("link")
     return tuple(out)
 
