@@ -109,12 +109,21 @@ def check_reducers(args: argparse.Namespace) -> None:
         get_reducer(name, **params)  # checks the options; cheap, no I/O; a bad value fails too
 
 
+def add_debug(parser: argparse.ArgumentParser, default: Any) -> None:
+    """``--debug``, accepted before or after the subcommand (a subcommand's default is
+    ``SUPPRESS`` so that ``lrlib --debug evaluate`` is not reset by the subparser)."""
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        default=default,
+        help="show tracebacks instead of one-line errors",
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``lrlib`` command."""
     parser = Parser(prog="lrlib", description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--debug", action="store_true", help="show tracebacks instead of one-line errors"
-    )
+    add_debug(parser, default=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     modules = {}
     for name, (module, help_text) in sorted(COMMANDS.items()):
@@ -127,7 +136,9 @@ def main(argv: list[str] | None = None) -> int:
         if not hasattr(mod, "add_arguments"):
             continue
         modules[name] = mod
-        mod.add_arguments(sub.add_parser(name, help=help_text, description=help_text))
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        mod.add_arguments(command)
+        add_debug(command, default=argparse.SUPPRESS)  # `lrlib evaluate --debug` works too
     args = parser.parse_args(argv)
     if not args.command:
         parser.print_help()
