@@ -42,6 +42,23 @@ A step has *evidence* when it has at least one group; steps whose action names a
 tree lacks are ``missing``, as for target coverage. The dataset stores the groups of each
 step in ``evidence_lines`` (computed by the importer with this module).
 
+**Two readings of "covered".** *Line identity* (the first definition, kept as
+``evidence_covered_lines`` in evaluations): a group is covered when one of its lines is
+kept verbatim. *Information* (:func:`readable`, the headline ``evidence_covered``): a
+group is covered when what it tells the agent is readable in the reduced observation as
+the acting model sees it, i.e. on a line kept verbatim:
+
+- a **target** needs its own line (the bid to act on, with its name): nothing else counts;
+- an **option**, **label**, **name carrier** or **choice group** is covered by one of its
+  lines, or by any kept line with the *same name* as one of them: a kept
+  ``[a244] combobox 'Quantity'`` covers the dropped ``StaticText 'Quantity'`` label;
+- an **answer** is covered by one of its lines, or by a kept line whose name contains the
+  reported name as whole words (``StaticText 'Total: $65.32'`` shows ``$65.32``).
+
+A ``[bid] role`` stub kept only as structure shows no name, so it covers nothing, and a
+name without a letter or digit (icon glyphs) carries no information. Every line covered
+by identity is covered by information, so the information reading is never lower.
+
 >>> tree = ("RootWebArea 'Order'\\n\\t[a3] LabelText ''\\n\\t\\t[a5] heading 'Quantity'\\n"
 ...         "\\t[a7] combobox 'Quantity' value='1'\\n\\t\\t[a8] option '1'\\n\\t\\t[a9] option '2'")
 >>> evidence_groups(tree, "select_option('a7', '2')")
@@ -52,6 +69,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Collection, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -220,34 +238,100 @@ def _answer(t: _Tree, text: str, goal: str) -> list[list[int]]:
     return [matched[a] for a in names if not any(a != b and a in b for b in names)]
 
 
+KINDS = ("target", "option", "label", "carrier", "group", "answer")
+
+
 @lru_cache(maxsize=1024)
-def _groups(tree: AxTree, action: str, goal: str) -> tuple[tuple[int, ...], ...]:
+def _groups(tree: AxTree, action: str, goal: str) -> tuple[tuple[str, tuple[int, ...]], ...]:
     t = _Tree(tree)
-    out: list[list[int]] = []
+    out: list[tuple[str, list[int]]] = []
     for name, args in calls(action):
         bids = [str(a) for a in args[:1] if isinstance(a, str | int) and not isinstance(a, bool)]
         if name == "drag_and_drop" and len(args) > 1:
             bids.append(str(args[1]))
         targets = [tree.line_of(b) for b in bids] if name not in ANSWER_ACTIONS else []
         targets = [n for n in targets if n is not None]
-        out += [[n] for n in targets]
+        out += [("target", [n]) for n in targets]
         for target in targets:
             if name == "select_option" and len(args) > 1:
                 values = args[1] if isinstance(args[1], list | tuple) else [args[1]]
-                out += _options(t, target, [str(v) for v in values])
+                out += [("option", g) for g in _options(t, target, [str(v) for v in values])]
             if name in LABEL_ACTIONS:
-                out.append(_label(t, target))
-            out.append(_carrier(t, target))
+                out.append(("label", _label(t, target)))
+            out.append(("carrier", _carrier(t, target)))
             if tree.roles[target - 1] in CHOICES and name != "select_option":
-                out.append(_group(t, target))
+                out.append(("group", _group(t, target)))
         if name in ANSWER_ACTIONS and args and isinstance(args[0], str):
-            out += _answer(t, args[0], goal)
-    seen: list[tuple[int, ...]] = []
-    for g in out:
+            out += [("answer", g) for g in _answer(t, args[0], goal)]
+    seen: dict[tuple[int, ...], str] = {}
+    for kind, g in out:
         key = tuple(sorted(set(g)))
         if key and key not in seen:
-            seen.append(key)
-    return tuple(seen)
+            seen[key] = kind
+    return tuple((kind, key) for key, kind in seen.items())
+
+
+def typed_groups(
+    tree: str | AxTree, action: str | None, goal: str = ""
+) -> list[tuple[str, list[int]]]:
+    """The evidence groups of ``action`` with their kind (one of :data:`KINDS`).
+
+    >>> typed_groups("[7] combobox 'Size'\\n\\t[8] option 'S'\\n\\t[9] option 'M'",
+    ...              "select_option('7', 'M')")
+    [('target', [1]), ('option', [3])]
+    """
+    tree = parse(tree) if isinstance(tree, str) else tree
+    return [(kind, list(g)) for kind, g in _groups(tree, action or "", goal or "")]
+
+
+@lru_cache(maxsize=256)
+def _names(tree: AxTree) -> tuple[str, ...]:
+    return tuple(line_name(t) for t in tree.texts)
+
+
+def readable(tree: str | AxTree, kind: str, group: Sequence[int], kept: Collection[int]) -> bool:
+    """True when the information of one evidence group is readable on the ``kept`` lines
+    (shown verbatim; stubs are not kept lines): one of its lines is kept, or, except for a
+    target, a kept line names the same thing (module doc, "Two readings").
+
+    >>> tree = ("RootWebArea 'Order'\\n\\t[a3] StaticText 'Quantity'\\n"
+    ...         "\\t[a244] combobox 'Quantity'\\n\\tStaticText 'Total: $65.32'")
+    >>> readable(tree, "label", [2], kept=[3])  # the field's own name is its label
+    True
+    >>> readable(tree, "label", [2], kept=[1]), readable(tree, "target", [3], kept=[2])
+    (False, False)
+    >>> readable("[1] cell '$65.32'\\nStaticText 'Total: $65.32'", "answer", [1], kept=[2])
+    True
+    """
+    tree = parse(tree) if isinstance(tree, str) else tree
+    if any(n in kept for n in group):
+        return True
+    if kind == "target":
+        return False
+    names = _names(tree)
+    wanted = {names[n - 1] for n in group if 1 <= n <= len(names) and _has_text(names[n - 1])}
+    if not wanted:
+        return False
+    shown = (names[n - 1] for n in kept if 1 <= n <= len(names))
+    if kind != "answer":
+        return any(name in wanted for name in shown)
+    words = [re.compile(rf"(?<!\w){re.escape(w)}(?!\w)") for w in wanted]
+    return any(w.search(name) for name in shown for w in words)
+
+
+def covered(
+    tree: str | AxTree, groups: Sequence[tuple[str, Sequence[int]]], kept: Collection[int]
+) -> bool:
+    """True when every typed evidence group is :func:`readable` on the ``kept`` lines.
+
+    >>> tree = "[1] StaticText 'Size'\\n[2] combobox 'Size'\\n\\t[3] option 'M'"
+    >>> g = typed_groups(tree, "select_option('2', 'M')")
+    >>> covered(tree, g, kept=[2, 3]), covered(tree, g, kept=[2])
+    (True, False)
+    """
+    tree = parse(tree) if isinstance(tree, str) else tree
+    kept = kept if isinstance(kept, set | frozenset) else set(kept)
+    return all(readable(tree, kind, g, kept) for kind, g in groups)
 
 
 def evidence_groups(tree: str | AxTree, action: str | None, goal: str = "") -> list[list[int]]:
@@ -260,4 +344,4 @@ def evidence_groups(tree: str | AxTree, action: str | None, goal: str = "") -> l
     [[2]]
     """
     tree = parse(tree) if isinstance(tree, str) else tree
-    return [list(g) for g in _groups(tree, action or "", goal or "")]
+    return [list(g) for _, g in _groups(tree, action or "", goal or "")]

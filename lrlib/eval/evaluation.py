@@ -34,6 +34,7 @@ from typing import Any
 
 from lrlib import runinfo
 from lrlib.core.step import Step
+from lrlib.data.horizon import horizon_lines
 from lrlib.eval import intervals, metrics
 from lrlib.reducers import Reducer, get_reducer
 
@@ -171,7 +172,9 @@ def _plain(value: Any) -> Any:
     return None if callable(value) else str(value)
 
 
-def _row(step: Step, label: str, reducer: Reducer, result, base: dict) -> dict[str, Any]:
+def _row(
+    step: Step, label: str, reducer: Reducer, result, base: dict, horizon: Any = None
+) -> dict[str, Any]:
     row: dict[str, Any] = {"step_id": step.step_id}
     row.update({k: step.meta.get(k) for k in META})
     for k in ("episode", "benchmark", "family"):  # the Step's own grouping fields win
@@ -181,7 +184,13 @@ def _row(step: Step, label: str, reducer: Reducer, result, base: dict) -> dict[s
     row.update(reducer=label, reducer_name=reducer.name)
     row.update(
         metrics.step_metrics(
-            step, result.text, result.kept, result.stubs, result.tokens_before, result.tokens_after
+            step,
+            result.text,
+            result.kept,
+            result.stubs,
+            result.tokens_before,
+            result.tokens_after,
+            horizon=horizon,
         )
     )
     extra = result.extra or {}
@@ -205,7 +214,8 @@ def evaluate(reducers: Any, steps: Any, progress: bool = True) -> Any:
 
     ``steps``: a list of :class:`~lrlib.core.step.Step` or an observations frame. Columns: the
     step's metadata (:data:`META`), ``reducer`` (label), the measures of
-    :func:`lrlib.eval.metrics.step_metrics`, latency (``cold_latency_s``: as if nothing were
+    :func:`lrlib.eval.metrics.step_metrics` (planning horizons from the episodes among
+    ``steps``: pass whole episodes), latency (``cold_latency_s``: as if nothing were
     cached), failures, token usage, and provenance (``lrlib_version``, ``git_commit``,
     ``created``, ``model``, ``prompt``, ``prompt_hash``, ``params`` as JSON).
     """
@@ -213,6 +223,7 @@ def evaluate(reducers: Any, steps: Any, progress: bool = True) -> Any:
     from tqdm.auto import tqdm
 
     table, steps = resolve(reducers), as_steps(steps)
+    plans = horizon_lines(steps)  # planning horizons, from the episodes among ``steps``
     bases = {}
     for label, reducer in table.items():
         prov = runinfo.provenance(**reducer_provenance(reducer))
@@ -224,8 +235,9 @@ def evaluate(reducers: Any, steps: Any, progress: bool = True) -> Any:
     ) as bar:
         for label, reducer in table.items():
             bar.set_postfix_str(label)
-            for step in steps:
-                rows.append(_row(step, label, reducer, reducer.reduce(step), bases[label]))
+            for step, plan in zip(steps, plans, strict=True):
+                result = reducer.reduce(step)
+                rows.append(_row(step, label, reducer, result, bases[label], plan))
                 bar.update()
     return pd.DataFrame(rows)
 

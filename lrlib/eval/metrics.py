@@ -28,8 +28,19 @@ reports, the text that names an unnamed clickable
 action in ``step.meta["action"]``). A step's evidence status is ``missing`` when its
 target is, ``ok`` when it has at least one evidence group (targets count as groups, so
 steps with a target are included, and answer-only steps join them), ``none`` otherwise.
-An ``ok`` step is *evidence-covered* when every group keeps at least one line verbatim;
-on steps with a target, evidence coverage is therefore at most target coverage.
+An ``ok`` step is *evidence-covered* when every group's information is readable on the
+kept lines (:func:`lrlib.data.evidence.readable`: one of its lines kept, or a kept line with
+the same name, e.g. a kept ``combobox 'Quantity'`` for its dropped ``StaticText 'Quantity'``
+label; a target always needs its own line): column ``evidence_covered``, the headline.
+The first, stricter definition (every group keeps one of *its own* lines verbatim) stays
+as ``evidence_covered_lines``. On steps with a target, either is at most target coverage.
+
+**Planning-horizon coverage** (``horizon_covered_<k>``, k = 1..3,
+:mod:`lrlib.data.horizon`): whether the elements the recorded agent acts on in this and
+the next k - 1 recorded steps, *those already on the current page*, are all kept verbatim;
+k = 1 is target coverage. It can say that a reducer drops what the recorded path needs
+soon; it cannot say that the agent needs it (another path may do without), nor credit
+elements that appear only later.
 
 >>> from lrlib.core.step import Step
 >>> s = Step(goal="g", tree="RootWebArea 'r'\\n\\t[7] button 'Go'", target_bids=("7",))
@@ -41,14 +52,16 @@ on steps with a target, evidence coverage is therefore at most target coverage.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from lrlib.core.axtree import split_lines
 from lrlib.core.step import Step
-from lrlib.data.evidence import evidence_groups
+from lrlib.data.evidence import covered as evidence_covered
+from lrlib.data.evidence import evidence_groups, typed_groups
 
 STATUSES = ("ok", "none", "missing")
+HORIZONS = (1, 2, 3)  # planning horizons k measured by an evaluation
 
 
 def reduction(before: float, after: float) -> float:
@@ -104,19 +117,46 @@ def evidence_status(step: Step) -> tuple[str, list[list[int]]]:
     return ("ok" if groups else "none"), groups
 
 
-def covers_evidence(step: Step, kept: Iterable[int]) -> bool | None:
-    """True when every evidence group keeps a line verbatim; None without evidence.
+def typed_evidence(step: Step) -> list[tuple[str, list[int]]]:
+    """The evidence groups of an ``ok`` step with their kind (``[]`` otherwise).
 
     >>> s = Step(goal="g", tree="[1] combobox 'Size'\\n\\t[2] option 'S'\\n\\t[3] option 'M'",
     ...          target_bids=("1",), meta={"action": "select_option('1', 'M')"})
-    >>> covers_evidence(s, [1, 2]), covers_evidence(s, [1, 3])
-    (False, True)
+    >>> typed_evidence(s)
+    [('target', [1]), ('option', [3])]
     """
-    status, groups = evidence_status(step)
-    if status != "ok":
+    if target_status(step) == "missing":
+        return []
+    groups = typed_groups(step.axtree, (step.meta or {}).get("action"), step.goal)
+    if not groups and step.target_lines:
+        groups = [("target", [n]) for n in step.target_lines]
+    return groups
+
+
+READINGS = ("information", "lines")
+
+
+def covers_evidence(step: Step, kept: Iterable[int], reading: str = "information") -> bool | None:
+    """True when every evidence group is covered (``reading="information"``: its
+    information readable on a kept line, :func:`lrlib.data.evidence.readable`;
+    ``"lines"``: one of its own lines kept verbatim); None without evidence.
+
+    >>> s = Step(goal="g", tree="[1] combobox 'Size'\\n\\t[2] option 'S'\\n\\t[3] option 'M'"
+    ...          "\\nStaticText 'M'", target_bids=("1",), meta={"action": "select_option('1', 'M')"})
+    >>> covers_evidence(s, [1, 2]), covers_evidence(s, [1, 3]), covers_evidence(s, [1, 4])
+    (False, True, True)
+    >>> covers_evidence(s, [1, 4], reading="lines")
+    False
+    """
+    if reading not in READINGS:
+        raise ValueError(f"unknown reading {reading!r}; valid: {', '.join(READINGS)}")
+    groups = typed_evidence(step)
+    if not groups:
         return None
     shown = set(kept)
-    return all(any(n in shown for n in g) for g in groups)
+    if reading == "lines":
+        return all(any(n in shown for n in g) for _, g in groups)
+    return evidence_covered(step.axtree, groups, shown)
 
 
 def step_metrics(
@@ -126,8 +166,11 @@ def step_metrics(
     stubs: Iterable[int] = (),
     tokens_before: int | None = None,
     tokens_after: int | None = None,
+    horizon: Sequence[Sequence[int]] | None = None,
 ) -> dict[str, Any]:
     """The per-step measures of one reduction (one row of an evaluation, minus metadata).
+    ``horizon``: the lines of :func:`lrlib.data.horizon.horizon_lines` for k = 1, 2...
+    (``horizon_covered_<k>``: all kept verbatim; None where a horizon is empty).
 
     >>> m = step_metrics(Step(goal="g", tree="a\\nbb\\nccc"), "a\\nbb", [1, 2], tokens_before=6,
     ...                  tokens_after=3)
@@ -164,9 +207,11 @@ def step_metrics(
     shown = set(kept)
     row["evidence_status"] = ev_status
     row["n_evidence"] = len(groups)
-    row["evidence_covered"] = (
-        all(any(n in shown for n in g) for g in groups) if ev_status == "ok" else None
-    )
+    ok = ev_status == "ok"
+    row["evidence_covered"] = covers_evidence(step, shown) if ok else None
+    row["evidence_covered_lines"] = all(any(n in shown for n in g) for g in groups) if ok else None
+    for k, lines in enumerate(horizon or (), 1):
+        row[f"horizon_covered_{k}"] = all(n in shown for n in lines) if lines else None
     return row
 
 
@@ -204,7 +249,19 @@ def _evidence_summary(group) -> dict[str, Any]:
     if "evidence_status" not in group:
         return {"evidence_coverage": float("nan"), "n_evidence": 0}
     ev = coverage(group, "evidence_covered", status="evidence_status")
-    return {"evidence_coverage": ev["coverage"], "n_evidence": ev["n"]}
+    out = {"evidence_coverage": ev["coverage"], "n_evidence": ev["n"]}
+    if "evidence_covered_lines" in group:
+        lines = coverage(group, "evidence_covered_lines", status="evidence_status")
+        out["evidence_coverage_lines"] = lines["coverage"]
+    for k in HORIZONS:
+        col = f"horizon_covered_{k}"
+        if col in group:
+            known = group[col].dropna()
+            out[f"horizon_coverage_{k}"] = (
+                float(known.astype(bool).mean()) if len(known) else float("nan")
+            )
+            out[f"n_horizon_{k}"] = len(known)
+    return out
 
 
 def summarize(frame, by: str | list[str] = "reducer"):
