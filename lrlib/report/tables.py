@@ -19,11 +19,31 @@ from lrlib.report.plots import needs_model, require_model
 if TYPE_CHECKING:
     import pandas as pd
 
-# (prefix in lrlib.eval.intervals.summary, column stem in table1, markdown title)
+# (prefix in lrlib.eval.intervals.summary, column stem in table1, markdown title); evidence
+# coverage (information reading, lrlib.data.evidence) leads, target and horizon beside it
 _CI_COLUMNS = (
+    ("evidence", "evidence_coverage", "evidence coverage [95% CI] n"),
     ("reduction", "median_reduction", "median reduction [95% CI] n"),
     ("coverage", "coverage", "target coverage [95% CI] n"),
-    ("evidence", "evidence_coverage", "evidence coverage [95% CI] n"),
+    ("horizon3", "horizon_coverage_3", "horizon-3 coverage [95% CI] n"),
+)
+#: what the results tables bootstrap: intervals.MEASURES plus the planning horizons and the
+#: line-identity reading of evidence (columns a frame lacks are skipped)
+MEASURES = (
+    ("evidence_covered", "mean", "evidence"),
+    ("reduction", "median", "reduction"),
+    ("covered", "mean", "coverage"),
+    ("horizon_covered_2", "mean", "horizon2"),
+    ("horizon_covered_3", "mean", "horizon3"),
+    ("evidence_covered_lines", "mean", "evidence_lines"),
+)
+_TITLES = (
+    ("evidence", "evidence coverage"),
+    ("reduction", "median reduction"),
+    ("coverage", "target coverage"),
+    ("horizon2", "horizon-2 coverage"),
+    ("horizon3", "horizon-3 coverage"),
+    ("evidence_lines", "evidence (line identity)"),
 )
 TABLE1_COLUMNS = ["reducer", "n_steps", "median_reduction", "coverage", "coverage_success",
                   "n_target", "median_latency_ms"]  # fmt: skip
@@ -76,8 +96,9 @@ def save_table(
 
 def interval_table(frame: pd.DataFrame, by: str | Sequence[str] = "reducer") -> pd.DataFrame:
     """The summary of an evaluation frame as text cells with 95% intervals and n (steps /
-    episodes): median token reduction, target coverage, evidence coverage, plus steps and
-    median latency. What ``lrlib evaluate`` prints.
+    episodes): evidence coverage first (the information reading), median token reduction,
+    target coverage, planning-horizon coverage (k = 2, 3), evidence coverage by line
+    identity, plus steps and median latency. What ``lrlib evaluate`` prints.
 
     >>> from lrlib.eval.evaluation import evaluate
     >>> from lrlib.core.step import Step
@@ -90,15 +111,14 @@ def interval_table(frame: pd.DataFrame, by: str | Sequence[str] = "reducer") -> 
     from lrlib.eval import intervals, metrics
 
     keys = [by] if isinstance(by, str) else list(by)
-    ci = intervals.summary(frame, by=keys)
+    ci = intervals.summary(frame, by=keys, measures=MEASURES)
     point = metrics.summarize(frame, by=keys if len(keys) > 1 else keys[0])
     both = ci.merge(point, on=keys, how="left", suffixes=("", "_point"))
     rows = []
     for _, c in both.iterrows():
         row = {k: c[k] for k in keys}
         row["steps"] = int(c["n_steps"])
-        for prefix, title in (("reduction", "median reduction"), ("coverage", "target coverage"),
-                              ("evidence", "evidence coverage")):  # fmt: skip
+        for prefix, title in _TITLES:
             if prefix in c:
                 row[title] = intervals.fmt(
                     {"estimate": c[prefix], "lo": c[f"{prefix}_lo"], "hi": c[f"{prefix}_hi"],
@@ -161,11 +181,13 @@ def table1(
     s = summarize(frame)
     if s.empty:  # no rows (e.g. no cached answers): an empty table with the right columns
         s = pd.DataFrame(columns=[*TABLE1_COLUMNS, "evidence_coverage", "n_evidence"])
-    for col in ("evidence_coverage", "n_evidence"):
+    extra_cols = ["evidence_coverage", "n_evidence", "evidence_coverage_lines",
+                  "horizon_coverage_3", "n_horizon_3"]  # fmt: skip
+    for col in extra_cols:
         if col not in s:
             s[col] = float("nan")
-    table = s[[*TABLE1_COLUMNS, "evidence_coverage", "n_evidence"]].copy()
-    ci = summary(frame) if len(frame) else pd.DataFrame(columns=["reducer"])
+    table = s[[*TABLE1_COLUMNS, *extra_cols]].copy()
+    ci = summary(frame, measures=MEASURES) if len(frame) else pd.DataFrame(columns=["reducer"])
     ci = ci.set_index("reducer").reindex(table["reducer"])
     shown = []
     for prefix, col, title in _CI_COLUMNS:
@@ -200,9 +222,12 @@ def table1(
             text.get(r.split("+")[0].split(":")[0], "") for r in table["reducer"]
         ]
     caption = (
-        "Offline Table 1: median token reduction, target coverage (share of steps whose "
-        "target lines survive), evidence coverage (share of steps whose evidence lines, "
-        "target included, all survive: lrlib.data.evidence), each with a 95% interval from a "
+        "Offline Table 1: evidence coverage (share of steps where everything the recorded "
+        "action needs - its element, the option, the field's label, the question of a choice, "
+        "the reported page text - is readable in the reduced tree: lrlib.data.evidence), "
+        "median token reduction, target coverage (share of steps whose target lines "
+        "survive), horizon-3 coverage (the targets of this and the next two recorded steps "
+        "already on the page: lrlib.data.horizon), each with a 95% interval from a "
         "bootstrap over episodes and n = steps/episodes; target coverage on steps of "
         "successful episodes; median latency "
         "per step (cold: embeddings computed, model calls at their recorded latency)"
