@@ -27,6 +27,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "lrlib.data.import_command",
         "import BrowserGym/AgentLab experiment folders into a dataset",
     ),
+    "import-weblinx": (
+        "lrlib.data.weblinx_command",
+        "import WebLINX's BrowserGym release (CC BY-NC-SA 4.0) into a dataset",
+    ),
     "serve": ("lrlib.llm.server", "serve the embedded local model (OpenAI-compatible, 127.0.0.1)"),
     "run": ("lrlib.report.run_command", "run LineRetriever over the dataset (cached, resumable)"),
     "embeddings": (

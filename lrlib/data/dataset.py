@@ -86,6 +86,10 @@ def read_rows(path: str | Path | None = None) -> list[dict[str, Any]]:
             f"no dataset at {path}; build it with `make data` "
             "(lrlib import-traces ../shared/traces -o data/observations.jsonl.gz)"
         )
+    from lrlib.data import store
+
+    if store.is_parquet(path):  # a columnar file (lrlib import-weblinx, large sets)
+        return [row for batch in store.iter_row_batches(path) for row in batch]
     data = path.read_bytes()
     if path.name.endswith(".gz"):
         data = gzip.decompress(data)

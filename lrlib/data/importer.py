@@ -188,7 +188,7 @@ def _episode_fields(ep: Episode) -> dict[str, Any]:
     }
 
 
-def _step_fields(s: RawStep, history: list[str]) -> dict[str, Any]:
+def step_fields(s: RawStep, history: list[str]) -> dict[str, Any]:
     """The columns that come from one step: tree, action, its bids and their lines."""
     from lrlib.core.axtree import parse
 
@@ -248,7 +248,7 @@ def episode_rows(
             continue
         history = [a for n, a in sorted(actions.items()) if n < s.step and a]
         row = {"step_id": f"{ep.name}/{s.step}", "goal": goal, **shared}
-        row.update(_step_fields(s, history))
+        row.update(step_fields(s, history))
         row["evidence_lines"] = evidence_groups(row["axtree_txt"] or "", row["action"], goal)
         row.update(user_followups=ep.followups(s), duplicate_steps=[])
         rows.append(first.setdefault(key, row))

@@ -1,0 +1,257 @@
+"""The dataset file read and written in pieces: Parquet (columnar, row groups) or JSON lines.
+
+A dataset can hold more steps than fit in memory. :func:`write_row_batches` writes batches
+of rows (one episode, say) as they come; :func:`iter_row_batches` reads a file back a batch
+at a time and :func:`iter_episodes` groups its rows into episodes (an episode's rows are
+contiguous, as the importers write them), so that peak memory depends on the largest
+episode, not on the file. Parquet (via pyarrow) is the format for large sets: a fixed
+schema (:data:`SCHEMA`), compressed columns, row groups read one by one, and the provenance
+(licence included) in the file's own metadata; ``.jsonl``/``.jsonl.gz`` stay readable the
+same way (the shipped ``data/observations.jsonl.gz`` is one). Any format's provenance is
+also written next to it, as ``<file>.provenance.json``.
+
+>>> import tempfile
+>>> p = Path(tempfile.mkdtemp()) / "x.parquet"
+>>> _ = write_row_batches([[{"step_id": "a", "episode": "e"}], [{"step_id": "b", "episode": "f"}]],
+...                       p, provenance={"licence": "CC0"})
+>>> [[r["step_id"] for r in b] for b in iter_row_batches(p)], read_provenance(p)["licence"]
+([['a', 'b']], 'CC0')
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lrlib import paths
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from lrlib.core.step import Step
+
+BATCH_ROWS = 2048  # rows per Parquet row group / per batch read
+PARQUET_SUFFIXES = (".parquet", ".pq")
+_TYPES = {
+    "step_id": "string", "episode": "string", "benchmark": "string", "task": "string",
+    "family": "string", "seed": "int64", "step": "int64", "split": "string", "goal": "string",
+    "url": "string", "axtree_txt": "string", "action": "string", "action_name": "string",
+    "action_bids": "list<string>", "history": "list<string>", "target_lines": "list<int64>",
+    "evidence_lines": "list<list<int64>>", "user_followups": "list<string>",
+    "last_action_error": "string", "episode_reward": "double", "episode_success": "bool",
+    "episode_error": "string", "has_summary": "bool", "duplicate_steps": "list<int64>",
+    "source": "string", "n_lines": "int64", "n_chars": "int64", "n_tokens": "int64",
+}  # fmt: skip
+
+
+def is_parquet(path: str | Path) -> bool:
+    """True for a ``.parquet`` (or ``.pq``) file name.
+
+    >>> is_parquet("a/observations.parquet"), is_parquet("observations.jsonl.gz")
+    (True, False)
+    """
+    return Path(path).suffix in PARQUET_SUFFIXES
+
+
+def _arrow_type(name: str) -> pa.DataType:
+    import pyarrow as pa
+
+    simple = {"string": pa.string(), "int64": pa.int64(), "double": pa.float64(),
+              "bool": pa.bool_()}  # fmt: skip
+    if name in simple:
+        return simple[name]
+    return pa.list_(_arrow_type(name[5:-1]))  # "list<...>"
+
+
+def schema_for(columns: Iterable[str]) -> pa.Schema:
+    """The Parquet schema of these columns: the dataset's own types (:data:`_TYPES`), text
+    for any other column (``licence``, ``weblinx_split``...).
+
+    >>> str(schema_for(["step", "licence"]).types)
+    '[DataType(int64), DataType(string)]'
+    """
+    import pyarrow as pa
+
+    return pa.schema([(c, _arrow_type(_TYPES.get(c, "string"))) for c in columns])
+
+
+def provenance_path(path: str | Path) -> Path:
+    """Where a dataset file's provenance is written beside it.
+
+    >>> provenance_path("d/obs.parquet").name
+    'obs.parquet.provenance.json'
+    """
+    path = Path(path)
+    return path.with_name(path.name + ".provenance.json")
+
+
+def read_provenance(path: str | Path) -> dict[str, Any]:
+    """The provenance written with a dataset file (empty when there is none)."""
+    side = provenance_path(path)
+    if side.is_file():
+        return json.loads(side.read_text(encoding="utf-8"))
+    if is_parquet(path):
+        import pyarrow.parquet as pq
+
+        meta = pq.read_schema(path).metadata or {}
+        raw = meta.get(b"lrlib.provenance")
+        return json.loads(raw) if raw else {}
+    return {}
+
+
+def write_row_batches(
+    batches: Iterable[list[dict[str, Any]]],
+    out: str | Path,
+    provenance: dict[str, Any] | None = None,
+) -> Path:
+    """Write batches of rows to ``out`` as they come, atomically (Parquet for ``.parquet``,
+    gzipped JSON lines for ``.gz``, JSON lines otherwise). The first batch fixes the columns
+    (later rows must have the same keys). Nothing is written when there is no row.
+    ``provenance`` goes into the Parquet metadata and ``<out>.provenance.json``.
+    """
+    out = Path(out)
+    prov = json.dumps(provenance or {}, sort_keys=True, default=str)
+    with paths.atomic_write(out) as raw:
+        if is_parquet(out):
+            _write_parquet(batches, raw, prov)
+        elif out.name.endswith(".gz"):
+            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
+                _write_json_lines(batches, gz)
+        else:
+            _write_json_lines(batches, raw)
+    if provenance is not None:
+        with paths.atomic_write(provenance_path(out)) as f:
+            f.write(json.dumps(provenance, indent=1, sort_keys=True, default=str).encode())
+    return out
+
+
+def _write_json_lines(batches: Iterable[list[dict[str, Any]]], f: Any) -> None:
+    for batch in batches:
+        for row in batch:
+            f.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+
+
+def _write_parquet(batches: Iterable[list[dict[str, Any]]], raw: Any, prov: str) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    writer = None
+    pending: list[dict[str, Any]] = []
+    schema = None
+    try:
+        for batch in batches:
+            if schema is None and batch:
+                schema = schema_for(batch[0]).with_metadata({"lrlib.provenance": prov})
+                writer = pq.ParquetWriter(raw, schema, compression="zstd")
+            pending += batch
+            if writer is not None and len(pending) >= BATCH_ROWS:
+                writer.write_table(pa.Table.from_pylist(pending, schema=schema))
+                pending = []
+        if writer is not None and pending:
+            writer.write_table(pa.Table.from_pylist(pending, schema=schema))
+    finally:
+        if writer is not None:
+            writer.close()
+
+
+def iter_row_batches(
+    path: str | Path, columns: list[str] | None = None, batch_rows: int = BATCH_ROWS
+) -> Iterator[list[dict[str, Any]]]:
+    """The rows of a dataset file, ``batch_rows`` (about) at a time, as plain dicts with
+    lists (the same values whichever the format). ``columns``: only these (Parquet reads
+    only them from disk)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no dataset at {path}")
+    if is_parquet(path):
+        import pyarrow.parquet as pq
+
+        with pq.ParquetFile(path) as f:
+            for rb in f.iter_batches(batch_size=batch_rows, columns=columns):
+                yield rb.to_pylist()
+        return
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rb") as raw:
+        batch: list[dict[str, Any]] = []
+        for line in raw:
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            batch.append({c: row.get(c) for c in columns} if columns else row)
+            if len(batch) >= batch_rows:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+
+def iter_episode_rows(
+    path: str | Path,
+    split: str | None = None,
+    benchmark: str | None = None,
+    limit: int | None = None,
+) -> Iterator[list[dict[str, Any]]]:
+    """The rows of ``path`` grouped by episode (consecutive rows with one ``episode``),
+    filtered by ``split`` / ``benchmark``, at most ``limit`` rows in all."""
+    current: list[dict[str, Any]] = []
+    n = 0
+    for batch in iter_row_batches(path):
+        for row in batch:
+            if (split is not None and row.get("split") != split) or (
+                benchmark is not None and row.get("benchmark") != benchmark
+            ):
+                continue
+            if limit is not None and n >= limit:
+                break
+            if current and row.get("episode") != current[-1].get("episode"):
+                yield current
+                current = []
+            current.append(row)
+            n += 1
+        if limit is not None and n >= limit:
+            break
+    if current:
+        yield current
+
+
+def iter_episodes(
+    path: str | Path,
+    split: str | None = None,
+    benchmark: str | None = None,
+    limit: int | None = None,
+) -> Iterator[list[Step]]:
+    """:func:`iter_episode_rows` as :class:`lrlib.core.step.Step` objects, one episode at a time.
+
+    >>> from lrlib.data.dataset import default_path
+    >>> eps = iter_episodes(default_path(), split="validation", limit=3)
+    >>> all(len({s.episode for s in ep}) == 1 for ep in eps)
+    True
+    """
+    from lrlib.core.step import Step
+
+    for rows in iter_episode_rows(path, split=split, benchmark=benchmark, limit=limit):
+        yield [Step.from_row(r) for r in rows]
+
+
+def count_rows(
+    path: str | Path, split: str | None = None, benchmark: str | None = None
+) -> tuple[int, int]:
+    """(steps, episodes) of ``path`` after the filters, reading only three columns.
+
+    >>> from lrlib.data.dataset import default_path
+    >>> count_rows(default_path(), split="validation")[0] > 0
+    True
+    """
+    steps, episodes, last = 0, 0, None
+    for batch in iter_row_batches(path, columns=["episode", "split", "benchmark"]):
+        for r in batch:
+            if (split is None or r["split"] == split) and (
+                benchmark is None or r["benchmark"] == benchmark
+            ):
+                steps += 1
+                if r["episode"] != last:
+                    episodes, last = episodes + 1, r["episode"]
+    return steps, episodes
