@@ -18,7 +18,7 @@ from pathlib import Path
 import lrlib
 
 ROOT = Path(lrlib.__file__).resolve().parent
-LAYERS = ["paths", "runinfo", "core", "data", "llm", "reducers", "eval", "report", "cli"]
+LAYERS = ["paths", "runinfo", "core", "data", "llm", "reducers", "eval", "report", "agent", "cli"]
 TOP = {"lrlib", "lrlib.__main__", "lrlib.cli"}  # the package's front door: may import anything
 
 

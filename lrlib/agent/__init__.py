@@ -1,0 +1,15 @@
+"""The agent in the loop: policies, an observation preprocessor, live episodes, failure sets.
+
+A research add-on beside the core (``tests/test_layers.py``: the ``agent`` layer comes after
+``report``; nothing above imports it). Importing it does no work; BrowserGym, MiniWoB++ and
+AgentLab are imported only by the functions that drive a browser (``pip install -e
+'.[live]'``).
+
+- :mod:`lrlib.agent.policy` - "what would the agent do next": goal, history and tree text in,
+  a BrowserGym action and the lines it relied on out (a model behind any OpenAI-compatible
+  endpoint, or the scripted policy of :mod:`lrlib.agent.scripted`).
+- :mod:`lrlib.agent.preprocess` - a reducer as a BrowserGym/AgentLab observation preprocessor.
+- :mod:`lrlib.agent.miniwob`, :mod:`lrlib.agent.live`, :mod:`lrlib.agent.live_command` -
+  MiniWoB++ episodes offline in Debian's chromium with a reducer in the loop (``lrlib live``),
+  recorded in AgentLab's on-disk layout.
+"""
