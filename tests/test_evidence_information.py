@@ -197,3 +197,58 @@ def test_horizon_reads_step_order_not_list_order(order):
     assert plans[0] == [[1], [1, 2], [1, 2, 3]]
     assert plans[2] == [[3], [3], [3]]
     assert plans[3] is None  # its own target is missing
+
+
+# ---- what a kept line brings with it (reducers) -----------------------------------------
+
+
+def test_context_lines_give_each_kind_its_evidence():
+    from lrlib.data.evidence import context_lines
+
+    ctx = context_lines(FORM)
+    assert ctx[15 - 1] == [14]  # the radio: its named radiogroup (the question)
+    assert ctx[9 - 1] == [8]  # the unnamed textbox: its label
+    assert ctx[10 - 1] == [11]  # the unnamed button: its text
+    assert ctx[4 - 1] == [] and ctx[20 - 1] == []  # named elements carry their own name
+    for n, lines in enumerate(ctx, 1):  # what it brings is evidence of an action on it
+        if lines:
+            assert all(m != n for m in lines)
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_rank_lines_keeps_every_companion_of_a_kept_line(real_steps, data):
+    import numpy as np
+
+    from lrlib.reducers.budget import companion_lines, kept_lines, page_costs, rank_lines
+
+    step = data.draw(st.sampled_from(real_steps))
+    n = len(step.axtree)
+    p = np.array(data.draw(st.lists(st.floats(0, 1), min_size=n, max_size=n)))
+    banned = sorted(data.draw(st.sets(st.integers(0, n - 1), max_size=3)))
+    tokens, stubs = page_costs(step, "o200k_base")
+    comp = companion_lines(step)
+    r = rank_lines(p, tokens, stubs, step.axtree.parents, None, (), banned, comp)
+    plain = rank_lines(p, tokens, stubs, step.axtree.parents, None, (), banned)
+    assert np.all(np.diff(r.cost) >= 0) and r.cost[-1] == plain.cost[-1]
+    k = data.draw(st.integers(1, n))
+    kept = set(kept_lines(r, k))
+    for line in kept:
+        assert all(c + 1 in kept for c in comp[line - 1] if c not in banned)
+    assert not kept & {b + 1 for b in banned}
+
+
+def test_the_learned_scorer_keeps_the_question_of_a_kept_choice(real_steps):
+    from lrlib.reducers import get_reducer
+
+    on, off = get_reducer("learned"), get_reducer("learned", context=False)
+    gained = 0
+    for s in real_steps:
+        groups = dict(typed_evidence(s))
+        if "group" not in groups or not s.target_lines:
+            continue
+        kept_on, kept_off = on.reduce(s).kept, off.reduce(s).kept
+        if set(s.target_lines) <= set(kept_on):
+            assert readable(s.axtree, "group", groups["group"], set(kept_on))
+        gained += covers_evidence(s, kept_on) and not covers_evidence(s, kept_off)
+    assert gained >= 10, gained

@@ -289,10 +289,38 @@ def _names(tree: AxTree) -> tuple[str, ...]:
     return tuple(line_name(t) for t in tree.texts)
 
 
+def alternatives(tree: str | AxTree, kind: str, group: Sequence[int]) -> list[int]:
+    """Every line whose keeping makes one evidence group readable (module doc, "Two
+    readings"): the group's own lines and, except for a target, the lines named the same
+    (for an answer: whose name holds a group line's name as whole words).
+
+    >>> tree = "[a3] StaticText 'Quantity'\\n[a244] combobox 'Quantity'\\n[a9] link 'Quantity'"
+    >>> alternatives(tree, "label", [1]), alternatives(tree, "target", [2])
+    ([1, 2, 3], [2])
+    """
+    tree = parse(tree) if isinstance(tree, str) else tree
+    names = _names(tree)
+    own = {n for n in group if 1 <= n <= len(names)}
+    if kind == "target":
+        return sorted(own)
+    wanted = {names[n - 1] for n in own if _has_text(names[n - 1])}
+    if not wanted:
+        return sorted(own)
+    if kind != "answer":
+        return [n for n, name in enumerate(names, 1) if n in own or name in wanted]
+    words = [re.compile(rf"(?<!\w){re.escape(w)}(?!\w)") for w in wanted]
+    return [
+        n
+        for n, name in enumerate(names, 1)
+        if n in own or (_has_text(name) and any(w.search(name) for w in words))
+    ]
+
+
 def readable(tree: str | AxTree, kind: str, group: Sequence[int], kept: Collection[int]) -> bool:
     """True when the information of one evidence group is readable on the ``kept`` lines
     (shown verbatim; stubs are not kept lines): one of its lines is kept, or, except for a
-    target, a kept line names the same thing (module doc, "Two readings").
+    target, a kept line names the same thing (module doc, "Two readings";
+    :func:`alternatives` lists those lines).
 
     >>> tree = ("RootWebArea 'Order'\\n\\t[a3] StaticText 'Quantity'\\n"
     ...         "\\t[a244] combobox 'Quantity'\\n\\tStaticText 'Total: $65.32'")
@@ -303,20 +331,51 @@ def readable(tree: str | AxTree, kind: str, group: Sequence[int], kept: Collecti
     >>> readable("[1] cell '$65.32'\\nStaticText 'Total: $65.32'", "answer", [1], kept=[2])
     True
     """
-    tree = parse(tree) if isinstance(tree, str) else tree
     if any(n in kept for n in group):
         return True
-    if kind == "target":
-        return False
-    names = _names(tree)
-    wanted = {names[n - 1] for n in group if 1 <= n <= len(names) and _has_text(names[n - 1])}
-    if not wanted:
-        return False
-    shown = (names[n - 1] for n in kept if 1 <= n <= len(names))
-    if kind != "answer":
-        return any(name in wanted for name in shown)
-    words = [re.compile(rf"(?<!\w){re.escape(w)}(?!\w)") for w in wanted]
-    return any(w.search(name) for name in shown for w in words)
+    return any(n in kept for n in alternatives(tree, kind, group))
+
+
+CONTEXT_BACK = 40  # lines searched back for an unnamed field's label
+
+
+def context_lines(tree: str | AxTree) -> list[list[int]]:
+    """For every line, the lines that tell what it is for, from the tree alone (1-based):
+    a choice's question (:func:`_group`: its named group line, or the first named label
+    line of an unnamed group), an unnamed field's label (the nearest named label line at
+    most :data:`CONTEXT_BACK` lines before it, in its grandparent's subtree), an unnamed
+    element's name carrier (its first named descendant). A reducer that keeps a line can
+    keep these with it: they are the evidence of an action on it.
+
+    >>> tree = ("RootWebArea 'Order'\\n\\t[a2] radiogroup 'Colour'\\n\\t\\t[a3] radio 'Gold'"
+    ...         "\\n\\tStaticText 'Date'\\n\\t[a5] textbox ''\\n\\t[a6] button ''\\n"
+    ...         "\\t\\tStaticText 'Save'")
+    >>> context_lines(tree)
+    [[], [], [2], [], [4], [7], []]
+    """
+    tree = parse(tree) if isinstance(tree, str) else tree
+    t = _Tree(tree)
+    roles, names = tree.roles, t.names
+    out: list[list[int]] = [[] for _ in range(len(tree))]
+    questions: dict[int, list[int]] = {}  # group line -> its question, found once
+    for n in range(1, len(tree) + 1):
+        role = roles[n - 1]
+        if role in CHOICES and role != "option":
+            ups = tree.ancestors(n)[:GROUP_DEPTH]
+            group = next((a for a in ups if roles[a - 1] in GROUPS), 0)
+            if group and group not in questions:
+                questions[group] = [group] if _has_text(names[group - 1]) else _group(t, n)
+            out[n - 1] = questions.get(group, [])[:1]
+        elif role in FIELDS and not _has_text(names[n - 1]):
+            ancestors = tree.ancestors(n)
+            root = ancestors[1] if len(ancestors) > 1 else (ancestors[0] if ancestors else 1)
+            for m in range(n - 1, max(root, n - CONTEXT_BACK) - 1, -1):
+                if roles[m - 1] in LABEL_ROLES and _has_text(names[m - 1]):
+                    out[n - 1] = [m]
+                    break
+        elif role in INTERACTIVE:
+            out[n - 1] = _carrier(t, n)
+    return out
 
 
 def covered(

@@ -69,7 +69,7 @@ class Summary:
 def ranking(d: StepData, p: np.ndarray, rescue: int = RESCUE) -> Ranking:
     """``d``'s lines ranked by ``p`` as :class:`lrlib.reducers.learned.Learned` ranks them."""
     first = [i for i in carriers(d.X, p, rescue) if i not in d.banned]
-    return rank_lines(p, d.tokens, d.stub_tokens, d.parents, d.whole, first, d.banned)
+    return rank_lines(p, d.tokens, d.stub_tokens, d.parents, d.whole, first, d.banned, d.companions)
 
 
 def summarise(d: StepData, p: np.ndarray, rescue: int = RESCUE) -> Summary:

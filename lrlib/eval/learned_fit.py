@@ -22,7 +22,7 @@ import numpy as np
 
 from lrlib.core.step import Step
 from lrlib.core.suspect import suspect_lines
-from lrlib.reducers.budget import page_costs, whole_lines
+from lrlib.reducers.budget import companion_lines, page_costs, whole_lines
 from lrlib.reducers.features import DEMOTE_ONLY, FEATURES, line_features
 from lrlib.reducers.learned import LineModel
 
@@ -55,6 +55,25 @@ def _evidence(step: Step) -> list[list[int]] | None:
     status, groups = evidence_status(step)
     n = len(step.axtree)
     return [[i - 1 for i in g if 1 <= i <= n] for g in groups] if status == "ok" else None
+
+
+def readable_by(step: Step) -> list[list[int]] | None:
+    """For each evidence group of ``step``, the 0-based lines any one of which makes it
+    readable (:func:`lrlib.data.evidence.alternatives`: the information reading of evidence
+    coverage); None: no evidence, or a missing target.
+
+    >>> s = Step(goal="g", tree="[1] StaticText 'Size'\\n[2] combobox 'Size'\\n\\t[3] option 'M'",
+    ...          target_bids=("2",), meta={"action": "select_option('2', 'M')"})
+    >>> readable_by(s)
+    [[1], [2], [0, 1]]
+    """
+    from lrlib.data.evidence import alternatives
+    from lrlib.eval.metrics import typed_evidence
+
+    groups = typed_evidence(step)
+    if not groups:
+        return None
+    return [[i - 1 for i in alternatives(step.axtree, kind, g)] for kind, g in groups]
 
 
 def fit_model(
@@ -96,7 +115,9 @@ class StepData:
     tokens and ``[bid] role`` stub tokens, parents, the lines kept whole around a kept child
     (:func:`~lrlib.reducers.budget.whole_lines`), 0-based target lines (None: no target
     in the tree), 0-based evidence groups (None: none), the step's benchmark and episode,
-    and the 0-based lines the guard never keeps (:func:`lrlib.core.suspect.suspect_lines`)."""
+    and the 0-based lines the guard never keeps (:func:`lrlib.core.suspect.suspect_lines`).
+    ``evidence``: per group, the lines that make it readable (:func:`readable_by`);
+    ``companions``: what a kept line brings (:func:`~lrlib.reducers.budget.companion_lines`)."""
 
     X: np.ndarray
     y: np.ndarray
@@ -109,6 +130,7 @@ class StepData:
     benchmark: str
     episode: str
     banned: list[int] = field(default_factory=list)
+    companions: list[list[int]] | None = None
 
 
 def prepare(steps: Sequence[Step], encoding: str | None = None) -> list[StepData]:
@@ -130,10 +152,11 @@ def prepare(steps: Sequence[Step], encoding: str | None = None) -> list[StepData
                 parents=np.asarray(s.axtree.parents, int),
                 whole=whole_lines(s),
                 targets=[n - 1 for n in s.target_lines] if ok else None,
-                evidence=_evidence(s),
+                evidence=readable_by(s),
                 benchmark=str(s.benchmark or s.meta.get("benchmark") or ""),
                 episode=str(s.meta.get("episode") or s.step_id),
                 banned=[n - 1 for n in suspect_lines(s)],
+                companions=companion_lines(s),
             )
         )
     return out

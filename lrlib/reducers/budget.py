@@ -46,13 +46,16 @@ def rank_lines(
     whole: np.ndarray | None = None,
     first: Sequence[int] = (),
     banned: Sequence[int] = (),
+    companions: Sequence[Sequence[int]] | None = None,
 ) -> Ranking:
     """Order lines by ``p`` (ties: page order; the 0-based lines ``first`` before all) and
     price every prefix: a line costs its ``tokens`` (nothing when already shown verbatim,
     less its stub's when shown as a stub), plus its ancestors not shown yet: ``stub_tokens``
     each, or ``tokens`` for those flagged ``whole`` (kept verbatim). The 0-based lines
     ``banned`` rank last with probability -1 (so no ``floor`` admits them), and are never
-    shown verbatim: an ancestor among them is a stub even when ``whole``.
+    shown verbatim: an ancestor among them is a stub even when ``whole``. ``companions[i]``:
+    0-based lines shown verbatim, at its cost, whenever line ``i`` is (a choice's question,
+    a field's label: :func:`lrlib.data.evidence.context_lines`).
 
     >>> r = rank_lines(np.array([0.2, 0.1, 0.9]), np.array([5.0, 6, 3]), np.array([2.0, 2, 2]),
     ...                [-1, 0, 1], whole=np.array([False, True, False]))
@@ -62,6 +65,10 @@ def rank_lines(
     ...                [-1, 0, 1], whole=np.array([False, True, False]), banned=[1])
     >>> r.p.tolist(), r.cost.tolist(), r.kept_at.tolist()  # banned 1: a stub, never verbatim
     ([0.9, 0.2, -1.0], [7.0, 10.0, 10.0], [1, 3, 0])
+    >>> r = rank_lines(np.array([0.2, 0.1, 0.9]), np.array([5.0, 6, 3]), np.array([2.0, 2, 2]),
+    ...                [-1, -1, -1], companions=[[], [], [1]])
+    >>> r.cost.tolist(), r.kept_at.tolist()  # line 1, the companion of 2, comes with it
+    ([9.0, 14.0, 14.0], [1, 0, 0])
     """
     n = len(p)
     rank = np.asarray(p, float).copy()
@@ -78,18 +85,26 @@ def rank_lines(
     for k, a in enumerate(order):
         if barred[a]:
             continue  # costs nothing: never shown (the floor stops before it)
-        add = 0.0 if shown[a] == 2 else tokens[a] - (stub_tokens[a] if shown[a] else 0.0)
-        if shown[a] != 2:
-            shown[a], kept_at[a] = 2, k
-        q = parents[a]
-        while q >= 0 and shown[q] == 0:
-            if whole is not None and whole[q] and not barred[q]:
-                shown[q], kept_at[q] = 2, k
-                add += tokens[q]
-            else:
-                shown[q] = 1
-                add += stub_tokens[q]
-            q = parents[q]
+        add = 0.0
+        todo = [int(a)]
+        while todo:
+            b = todo.pop()
+            if shown[b] == 2 or barred[b]:
+                continue
+            add += tokens[b] - (stub_tokens[b] if shown[b] else 0.0)
+            shown[b], kept_at[b] = 2, k
+            if companions is not None:
+                todo += companions[b]
+            q = parents[b]
+            while q >= 0 and shown[q] == 0:
+                if whole is not None and whole[q] and not barred[q]:
+                    shown[q] = 1  # priced as a stub, then made verbatim below
+                    add += stub_tokens[q]
+                    todo.append(int(q))
+                else:
+                    shown[q] = 1
+                    add += stub_tokens[q]
+                q = parents[q]
         steps[k] = add
     return Ranking(order, np.minimum(rank[order], 1.0), np.cumsum(steps), float(np.sum(tokens)),
                    kept_at)  # fmt: skip
@@ -142,3 +157,15 @@ def whole_lines(step: Step) -> np.ndarray:
     [True, False]
     """
     return np.array([role_group(r) == "form" for r in step.axtree.roles], bool)
+
+
+def companion_lines(step: Step) -> list[list[int]]:
+    """0-based :func:`lrlib.data.evidence.context_lines` of ``step``: what a kept line brings
+    with it (its question, label or name text), for :func:`rank_lines`'s ``companions``.
+
+    >>> companion_lines(Step(goal="g", tree="[1] radiogroup 'Size'\\n\\t[2] radio 'S'"))
+    [[], [0]]
+    """
+    from lrlib.data.evidence import context_lines
+
+    return [[m - 1 for m in c] for c in context_lines(step.axtree)]

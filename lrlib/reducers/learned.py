@@ -52,7 +52,15 @@ import numpy as np
 from lrlib.core.step import Step
 from lrlib.core.suspect import suspect_lines
 from lrlib.reducers.base import Output, Reducer
-from lrlib.reducers.budget import Ranking, kept_lines, n_kept, page_costs, rank_lines, whole_lines
+from lrlib.reducers.budget import (
+    Ranking,
+    companion_lines,
+    kept_lines,
+    n_kept,
+    page_costs,
+    rank_lines,
+    whole_lines,
+)
 from lrlib.reducers.chunking import lines_output
 from lrlib.reducers.features import FEATURES, carriers, line_features
 from lrlib.reducers.registry import get_reducer, register_reducer  # noqa: F401 (doctest)
@@ -153,7 +161,10 @@ class Learned(Reducer):
     how many unnamed elements named by a child's text that the goal mentions to take first
     (:func:`~lrlib.reducers.features.carriers`); ``guard``: never keep a line that speaks to
     the agent (:func:`lrlib.core.suspect.suspect_lines`: control markup, words addressed to
-    an AI, a foreign web address); an ancestor among them shows as a ``[bid] role`` stub."""
+    an AI, a foreign web address); an ancestor among them shows as a ``[bid] role`` stub;
+    ``context``: a kept line brings the lines that say what it is for, within the budget
+    (a choice's question, an unnamed field's label, an unnamed element's text:
+    :func:`~lrlib.reducers.budget.companion_lines`)."""
 
     name = "learned"
 
@@ -164,6 +175,7 @@ class Learned(Reducer):
         floor: float | None = None,
         rescue: int | None = None,
         guard: bool = True,
+        context: bool = True,
         strategy: str = "structure",
         markers: bool = False,
         model_file: str | Path | None = None,
@@ -180,12 +192,14 @@ class Learned(Reducer):
         if not 0.0 <= self.budget <= 1.0:
             raise ValueError(f"budget is a share of the page's tokens: 0-1, not {self.budget}")
         self.strategy, self.markers, self.guard = strategy, markers, bool(guard)
+        self.context = bool(context)
         super().__init__(
             budget=self.budget,
             overhead=self.overhead,
             floor=self.floor,
             rescue=self.rescue,
             guard=self.guard,
+            context=self.context,
             strategy=strategy,
             markers=markers,
             **kwargs,
@@ -213,7 +227,8 @@ class Learned(Reducer):
         banned = [n - 1 for n in suspect_lines(step)] if self.guard else []
         first = [i for i in carriers(X, p, self.rescue) if i not in banned]
         parents = step.axtree.parents
-        return rank_lines(p, tokens, stubs, parents, whole_lines(step), first, banned)
+        companions = companion_lines(step) if self.context else None
+        return rank_lines(p, tokens, stubs, parents, whole_lines(step), first, banned, companions)
 
     def keep(
         self, step: Step, p: np.ndarray | None = None, budget: float | None = None
