@@ -35,15 +35,29 @@ format: venv
 test: lint browser
 	$(BIN)/python -m pytest
 
-# the browser test (tests/test_browser.py) drives JupyterLab with Debian's chromium
+# the browser test (tests/test_browser.py) drives JupyterLab with Debian's chromium. apt-get
+# waits up to APT_LOCK_WAIT s for another install's lock; afterwards the message says what
+# really happened: chromium present (whoever installed it) or missing (the tests SKIP).
+CHROMIUM      ?= /usr/bin/chromium
+APT_GET       ?= apt-get
+APT_LOCK_WAIT ?= 300
 browser:
-	@if [ -x /usr/bin/chromium ]; then :; \
-	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	@if [ -x "$(CHROMIUM)" ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v $(APT_GET) >/dev/null; then \
 		echo "installing chromium for tests/test_browser.py (apt-get)"; \
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
-			|| echo "!!! could not install chromium: tests/test_browser.py will SKIP"; \
+		log=$$(mktemp); \
+		{ $(APT_GET) -o DPkg::Lock::Timeout=$(APT_LOCK_WAIT) update -qq \
+			&& DEBIAN_FRONTEND=noninteractive $(APT_GET) -o DPkg::Lock::Timeout=$(APT_LOCK_WAIT) \
+				install -y -qq chromium >/dev/null; } >"$$log" 2>&1; status=$$?; \
+		why=$$(grep -m1 -iE 'lock|unable|error|failed' "$$log"); rm -f "$$log"; \
+		if [ -x "$(CHROMIUM)" ] && [ $$status = 0 ]; then echo "chromium installed: $(CHROMIUM)"; \
+		elif [ -x "$(CHROMIUM)" ]; then \
+			echo "apt-get failed (status $$status: $${why:-no message}), but $(CHROMIUM) is there now (another install provided it): tests/test_browser.py will run"; \
+		else \
+			echo "!!! apt-get failed (status $$status: $${why:-no message}) and $(CHROMIUM) is missing: tests/test_browser.py will SKIP"; \
+		fi; \
 	else \
-		echo "!!! no /usr/bin/chromium and not root with apt-get: tests/test_browser.py will SKIP"; \
+		echo "!!! no $(CHROMIUM) and not root with apt-get: tests/test_browser.py will SKIP"; \
 	fi
 
 # JupyterLab from the project's venv, with the project's server settings (.jupyter/): saving
@@ -64,7 +78,8 @@ bench: venv
 	for f in benchmarks/bench_*.py; do $(BIN)/python $$f || exit 1; done
 
 data: venv
-	$(BIN)/python -m lrlib import-traces ../shared/traces -o data/observations.jsonl.gz
+	@echo "make data: rebuilds the SHIPPED data/observations.jsonl.gz from ../shared/traces (tracked; git diff shows what changed)"
+	$(BIN)/python -m lrlib import-traces ../shared/traces -o data/observations.jsonl.gz --overwrite-shipped
 	$(BIN)/python -m lrlib embeddings  # the vector pack (only missing vectors are computed)
 
 clean:

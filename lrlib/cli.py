@@ -78,10 +78,13 @@ class Parser(argparse.ArgumentParser):
 def user_errors() -> tuple[type[BaseException], ...]:
     """The exceptions that mean "the user asked for something that does not exist": the
     registries' KeyErrors and ValueErrors (their messages list the valid names), missing
-    files, reducer options a constructor refuses, and endpoint configuration errors."""
+    files, an output that would replace data (``import-traces``), reducer options a constructor refuses, and endpoint configuration errors."""
     from lrlib.llm.errors import LLMError
 
-    return (LookupError, ValueError, TypeError, FileNotFoundError, NotADirectoryError, LLMError)
+    return (
+        LookupError, ValueError, TypeError, FileNotFoundError, FileExistsError,
+        NotADirectoryError, LLMError,
+    )  # fmt: skip
 
 
 def _one_line(exc: BaseException) -> str:

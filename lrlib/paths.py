@@ -33,6 +33,21 @@ def data_dir() -> Path:
     return _env_path("LRLIB_DATA_DIR", REPO_DIR / "data")
 
 
+def shipped_data_dir() -> Path:
+    """The repository's own ``data/`` folder, whatever ``$LRLIB_DATA_DIR`` says: the shipped,
+    tracked files that no command overwrites unless told to explicitly."""
+    return REPO_DIR / "data"
+
+
+def is_shipped(path: str | Path) -> bool:
+    """True when ``path`` lies inside the repository's shipped ``data/`` folder.
+
+    >>> is_shipped(shipped_data_dir() / "observations.jsonl.gz"), is_shipped("/tmp/x.gz")
+    (True, False)
+    """
+    return Path(path).expanduser().resolve().is_relative_to(shipped_data_dir().resolve())
+
+
 def miniwob_path() -> Path:
     """The shipped out-of-domain MiniWoB set (``<repo>/data/miniwob_ood.jsonl.gz``; also when
     ``$LRLIB_DATA_DIR`` points at your own recorded steps: it is a fixed check set)."""

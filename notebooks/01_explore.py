@@ -6,9 +6,9 @@
 # lines dimmed, the next action's target marked by a red bar) next to the reduced tree, under
 # a summary of what changed (tokens, lines, targets and evidence kept).
 #
-# * **Reducers**: LineRetriever (the paper's method) and the baselines: bottom truncation,
-#   embedding retrieval, BM25, the program reducer, random, and the oracle (keeps exactly
-#   the target and its ancestors).
+# * **Reducers**: LineRetriever (the paper's method), the learned line scorer (the reducer
+#   the README recommends) and the baselines: bottom truncation, embedding retrieval, BM25,
+#   the program reducer, random, and the oracle (keeps exactly the target and its ancestors).
 # * **Prompt variants** (LineRetriever only): `paper`, FocusAgent's `soft`, `restrictive`
 #   and `neutral`, and `defender`, which also warns about prompt injection.
 # * **Pruning**: `remove` keeps the selected lines only; `structure` (the paper's filter)
@@ -37,7 +37,9 @@ from lrlib.report import explore, figures, replay
 # %% tags=["parameters"]
 QUICK = figures.quick_mode()
 N_STEPS = 5 if QUICK else None  # steps offered in the step menu (None: the default selection)
-REDUCERS = ["lineretriever", "program", "embedding", "bm25", "truncate", "random", "oracle"]
+REDUCERS = [
+    "lineretriever", "learned", "program", "embedding", "bm25", "truncate", "random", "oracle",
+]  # fmt: skip
 START = ("lineretriever", "paper", "structure")
 ANSWER = "json"  # LineRetriever's answer format ("tags" or "json")
 

@@ -146,7 +146,10 @@ def _use_the_explorer(page, url: str, token: str) -> None:
     times["pruning"] = _change(page, "pruning", lambda: pruning.select_option("remove"))
     times["prompt"] = _change(page, "prompt", lambda: prompt.select_option("defender"))
     _panes_in_view(page, "after the LineRetriever menus")
-    for reducer in ("bm25", "truncate", "program", "embedding", "random", "oracle"):
+    # every reducer the notebook offers is in the menu, the README's recommended one included
+    offered = _menu(page, "reducer").locator("option").all_inner_texts()
+    assert "learned" in offered, f"the recommended reducer is not in the menu: {offered}"
+    for reducer in ("learned", "bm25", "truncate", "program", "embedding", "random", "oracle"):
         times[reducer] = _change(
             page, reducer, lambda r=reducer: _menu(page, "reducer").select_option(r)
         )

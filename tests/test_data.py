@@ -296,8 +296,11 @@ def test_load_steps(rows):
 
 
 def test_missing_dataset_says_how_to_build_it(tmp_path):
-    with pytest.raises(FileNotFoundError, match="make data"):
-        data.load_observations(path=tmp_path / "none.jsonl.gz")
+    missing = tmp_path / "none.jsonl.gz"
+    with pytest.raises(FileNotFoundError, match=f"import-traces .* -o {missing}"):
+        data.load_observations(path=missing)
+    with pytest.raises(FileNotFoundError, match="make data"):  # the shipped one, gone
+        data.load_observations(path=data.paths.shipped_data_dir() / "none.jsonl.gz")
 
 
 # ---- messy and malicious inputs ---------------------------------------------------------------
@@ -393,7 +396,8 @@ def test_cli(messy_root, tmp_path, capsys):
     assert len(df) == 5
     ep = _episode_dir(messy_root)
     (ep / "step_3.pkl.gz").write_bytes(b"junk")
-    assert _cli(str(messy_root), "-o", str(out), "-q", "--strict") == 1
+    assert _cli(str(messy_root), "-o", str(out), "-q", "--strict") == 2  # exists: refused
+    assert _cli(str(messy_root), "-o", str(out), "-q", "--strict", "--force") == 1
     assert _cli(str(tmp_path / "nothing"), "-q") == 2
     empty = tmp_path / "empty"
     empty.mkdir()

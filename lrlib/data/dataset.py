@@ -82,10 +82,7 @@ def read_rows(path: str | Path | None = None) -> list[dict[str, Any]]:
     """
     path = Path(path) if path is not None else default_path()
     if not path.is_file():
-        raise FileNotFoundError(
-            f"no dataset at {path}; build it with `make data` "
-            "(lrlib import-traces ../shared/traces -o data/observations.jsonl.gz)"
-        )
+        raise FileNotFoundError(missing_dataset(path))
     from lrlib.data import store
 
     if store.is_parquet(path):  # a columnar file (lrlib import-weblinx, large sets)
@@ -94,6 +91,21 @@ def read_rows(path: str | Path | None = None) -> list[dict[str, Any]]:
     if path.name.endswith(".gz"):
         data = gzip.decompress(data)
     return [json.loads(line) for line in data.splitlines() if line.strip()]
+
+
+def missing_dataset(path: Path) -> str:
+    """What to say when there is no dataset at ``path``: how to build that very file (the
+    shipped one with ``make data``; a user's with ``lrlib import-traces ... -o path``).
+
+    >>> missing_dataset(Path("/tmp/mine/observations.jsonl.gz"))
+    'no dataset at /tmp/mine/observations.jsonl.gz; create it with `lrlib import-traces path/to/agentlab_results -o /tmp/mine/observations.jsonl.gz`'
+    """
+    if paths.is_shipped(path):
+        return f"no dataset at {path}; build the shipped one with `make data`"
+    return (
+        f"no dataset at {path}; create it with "
+        f"`lrlib import-traces path/to/agentlab_results -o {path}`"
+    )
 
 
 def _check_choice(name: str, value: str | None, valid: Iterable[str]) -> None:

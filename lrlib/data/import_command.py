@@ -1,15 +1,35 @@
 """``lrlib import-traces``: import BrowserGym/AgentLab experiment folders into a dataset
 file (:func:`lrlib.data.importer.import_traces`) and print what was read and skipped.
+
+An import never loses data: it writes to the user's area (``$LRLIB_DATA_DIR`` when set,
+else ``.lrlib/data/``, gitignored), refuses to replace an existing file without
+``--force``, and refuses to write into the repository's shipped ``data/`` folder without
+``--overwrite-shipped`` (what ``make data``, a maintainers' command, passes).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
-from lrlib.data.dataset import default_path
+from lrlib import paths
+from lrlib.data.dataset import DEFAULT_NAME
 from lrlib.data.importer import VALIDATION_FRACTION, import_traces
+
+
+def default_out() -> Path:
+    """Where an import goes without ``-o``: ``$LRLIB_DATA_DIR/observations.jsonl.gz`` when
+    that is set (the folder the notebooks then read), else ``<work dir>/data/`` (the
+    user's gitignored area), never the shipped dataset.
+
+    >>> default_out().parts[-3:]
+    ('.lrlib', 'data', 'observations.jsonl.gz')
+    """
+    if os.environ.get("LRLIB_DATA_DIR", "").strip():
+        return paths.data_dir() / DEFAULT_NAME
+    return paths.work_dir() / "data" / DEFAULT_NAME
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,21 +42,61 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """
     parser.add_argument("src", type=Path, help="an experiment folder or a folder of them")
     parser.add_argument(
-        "-o", "--out", type=Path, default=None, help=f"output file (default: {default_path()})"
+        "-o",
+        "--out",
+        type=Path,
+        default=None,
+        help="output file (default: $LRLIB_DATA_DIR/observations.jsonl.gz when set, else "
+        ".lrlib/data/observations.jsonl.gz; never the shipped data/)",
     )
     parser.add_argument(
         "--validation-fraction", type=float, default=VALIDATION_FRACTION,
         help="share of each benchmark's episodes in the validation split (default: 0.3)",
     )  # fmt: skip
+    parser.add_argument("--force", action="store_true", help="replace an existing output file")
+    parser.add_argument(
+        "--overwrite-shipped",
+        action="store_true",
+        help="allow writing into the repository's shipped data/ (maintainers: `make data`)",
+    )
     parser.add_argument("--strict", action="store_true", help="exit 1 if any file was skipped")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+
+
+def check_out(out: Path, force: bool = False, overwrite_shipped: bool = False) -> None:
+    """Refuse (one-line ``FileExistsError``) to write where data would be lost: into the
+    shipped ``data/`` folder without ``overwrite_shipped``, over an existing file without
+    ``force``.
+
+    >>> check_out(paths.shipped_data_dir() / "observations.jsonl.gz")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    FileExistsError: ... is the repository's shipped, tracked data: write your import elsewhere (-o my_data/observations.jsonl.gz), or pass --overwrite-shipped to replace it
+    """
+    if paths.is_shipped(out) and not overwrite_shipped:
+        raise FileExistsError(
+            f"{out} is the repository's shipped, tracked data: write your import elsewhere "
+            "(-o my_data/observations.jsonl.gz), or pass --overwrite-shipped to replace it"
+        )
+    if out.exists() and not (force or overwrite_shipped):
+        raise FileExistsError(f"{out} exists: pass --force to replace it, or choose another -o")
+
+
+def plan(args: argparse.Namespace) -> str:
+    """The first line: what is read and where it goes (checked before any work)."""
+    if not args.src.exists():
+        raise FileNotFoundError(f"{args.src} does not exist")
+    args.out = args.out if args.out is not None else default_out()
+    check_out(args.out, args.force, args.overwrite_shipped)
+    verb = "replacing" if args.out.exists() else "writing"
+    return f"reading the experiment folders under {args.src}; {verb} {args.out}"
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the import and print its summary; exit 1 when nothing could be imported.
 
     Exit codes: 0 done, 1 nothing importable (or, with ``--strict``, a file skipped),
-    2 no such source.
+    2 no such source or a refused output.
 
     >>> run(argparse.Namespace(src=Path("/nonexistent")))
     2
@@ -44,7 +104,12 @@ def run(args: argparse.Namespace) -> int:
     if not args.src.exists():
         print(f"import-traces: {args.src} does not exist", file=sys.stderr)
         return 2
-    out = args.out if args.out is not None else default_path()
+    out = args.out if args.out is not None else default_out()
+    try:
+        check_out(out, args.force, args.overwrite_shipped)
+    except FileExistsError as exc:
+        print(f"import-traces: {exc}", file=sys.stderr)
+        return 2
     report = import_traces(
         args.src, out, fraction=args.validation_fraction, progress=not args.quiet
     )
@@ -52,4 +117,9 @@ def run(args: argparse.Namespace) -> int:
     if not report.rows:
         print("import-traces: no importable steps found", file=sys.stderr)
         return 1
+    if not paths.is_shipped(out):
+        print(
+            f"use it: LRLIB_DATA_DIR={out.parent} (notebooks, every command), "
+            f"or lrlib evaluate --data {out}"
+        )
     return 1 if args.strict and report.skipped else 0

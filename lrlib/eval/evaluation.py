@@ -339,6 +339,26 @@ def split_arg(value: str) -> str | None:
     return None if value == "all" else value
 
 
+def count_arg(value: str) -> int:
+    """``--limit``'s value: a whole number of at least 1 (``0`` or ``-3`` would select no
+    steps or all but three, silently).
+
+    >>> count_arg("3")
+    3
+    >>> count_arg("-3")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected a whole number of at least 1, got '-3'
+    """
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value!r}")
+    return n
+
+
 def add_step_arguments(parser: argparse.ArgumentParser, example: str) -> None:
     """``--reducers`` (specs separated by ';', e.g. ``example``), ``--split``, ``--benchmark``:
     the options shared by the commands that run reducers over recorded steps."""

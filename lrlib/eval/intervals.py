@@ -217,16 +217,28 @@ def fmt(row: Any, pct: bool = True, digits: int = 1) -> str:
     '95.1% [93.0, 97.2] n=114/31'
     >>> fmt({"estimate": 12.0, "lo": 10.0, "hi": 14.5, "n_steps": 9, "n_episodes": 3}, pct=False)
     '12.0 [10.0, 14.5] n=9/3'
+
+    Where no interval can be drawn, it says why instead of printing ``[nan, nan]``:
+
+    >>> fmt({"estimate": 1.0, "lo": float("nan"), "hi": float("nan"), "n_steps": 2, "n_episodes": 1})
+    '100.0% [no interval: 1 episode] n=2/1'
+    >>> fmt({"estimate": float("nan"), "lo": float("nan"), "hi": float("nan"), "n_steps": 0,
+    ...      "n_episodes": 0})
+    'n/a [no step to measure] n=0/0'
     """
     scale, unit = (100.0, "%") if pct else (1.0, "")
 
     def num(x: float) -> str:
         return "nan" if x != x else f"{x * scale:.{digits}f}"
 
-    return (
-        f"{num(row['estimate'])}{unit} [{num(row['lo'])}, {num(row['hi'])}] "
-        f"n={row['n_steps']}/{row['n_episodes']}"
-    )
+    n = f"n={row['n_steps']}/{row['n_episodes']}"
+    estimate, lo, hi = row["estimate"], row["lo"], row["hi"]
+    if estimate != estimate:
+        return f"n/a [no step to measure] {n}"
+    if lo != lo or hi != hi:
+        why = "1 episode" if row["n_episodes"] == 1 else "too few values to resample"
+        return f"{num(estimate)}{unit} [no interval: {why}] {n}"
+    return f"{num(estimate)}{unit} [{num(lo)}, {num(hi)}] {n}"
 
 
 # ---- whole results tables -------------------------------------------------------------------

@@ -95,13 +95,18 @@ def reducer_options(name: str) -> list[str] | None:
 
 
 def check_options(name: str, options: dict) -> None:
-    """Raise ValueError (listing the valid options) if ``options`` holds one that the
-    reducer ``name`` does not take.
+    """Raise ValueError if ``options`` holds one that the reducer ``name`` does not take
+    (listing the valid options), or a value of another kind than the option's default (a
+    word where a number goes: ``truncate:budget=abc``).
 
     >>> check_options("bm25", {"bogus": 3})
     Traceback (most recent call last):
     ...
     ValueError: reducer 'bm25' has no option 'bogus'; valid options: encoding, markers, order, overlap, size, strategy, top_k, unit
+    >>> check_options("truncate", {"budget": "abc"})
+    Traceback (most recent call last):
+    ...
+    ValueError: reducer 'truncate' option 'budget' takes an integer, not 'abc'
     """
     valid = reducer_options(name)
     unknown = sorted(set(options) - set(valid)) if valid is not None else []
@@ -110,3 +115,56 @@ def check_options(name: str, options: dict) -> None:
             f"reducer {name!r} has no option {', '.join(map(repr, unknown))}; "
             f"valid options: {', '.join(valid)}"
         )
+    kinds = _option_kinds(name)
+    for key, value in options.items():
+        kind = kinds.get(key)
+        if kind is not None and not _fits(value, kind):
+            raise ValueError(f"reducer {name!r} option {key!r} takes {_KINDS[kind]}, not {value!r}")
+
+
+# the kinds of option a default value stands for (None or other defaults: not checked)
+_KINDS = {bool: "True or False", int: "an integer", float: "a number", str: "a word"}
+
+
+def _fits(value: Any, kind: type) -> bool:
+    """Whether ``value`` may stand where a default of type ``kind`` stands (an integer
+    where a float goes; None, "unset", anywhere).
+
+    >>> _fits(3, float), _fits(True, int), _fits("abc", int), _fits(None, int)
+    (True, False, False, True)
+    """
+    if value is None:
+        return True
+    if kind is bool or isinstance(value, bool):
+        return isinstance(value, bool) and kind is bool
+    if kind is float:
+        return isinstance(value, int | float)
+    return isinstance(value, kind)
+
+
+def _option_kinds(name: str) -> dict[str, type]:
+    """The kind (bool, int, float or str) of each option whose kind is plain: from its
+    default value, or from an annotation such as ``int | None`` when the default is None;
+    the nearest constructor up the class hierarchy wins.
+
+    >>> kinds = _option_kinds("bm25")
+    >>> kinds["size"], kinds["top_k"], "embedder" in _option_kinds("embedding")
+    (<class 'int'>, <class 'int'>, False)
+    """
+    import inspect
+
+    _load_builtins()
+    factory = _REGISTRY[name]
+    out: dict[str, type] = {}
+    for cls in getattr(factory, "__mro__", (factory,)):
+        if isinstance(cls, type) and "__init__" not in cls.__dict__:
+            continue
+        init = cls.__dict__["__init__"] if isinstance(cls, type) else cls
+        for p in inspect.signature(init).parameters.values():
+            kind = type(p.default) if p.default not in (p.empty, None) else None
+            if kind is None and isinstance(p.annotation, str):  # postponed annotations
+                plain = p.annotation.replace(" ", "").removesuffix("|None").removeprefix("None|")
+                kind = {k.__name__: k for k in _KINDS}.get(plain)
+            if kind in _KINDS and p.name not in out:
+                out[p.name] = kind
+    return out

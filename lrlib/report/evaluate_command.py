@@ -1,19 +1,50 @@
 """``lrlib evaluate``: evaluate reducers offline on the dataset, write the per-step frame
 and print the summary table with its intervals (:func:`lrlib.eval.evaluation.evaluate`).
+
+Offline means no model is asked behind the user's back: LineRetriever runs in the
+configuration whose answers ship (:data:`lrlib.report.run.DEFAULT_CONFIG`, JSON answers)
+and replays them; steps without a cached answer are skipped and counted. It asks a model
+only when told to (``LRLIB_OFFLINE=0``, an endpoint in ``OPENAI_BASE_URL``, or
+``lineretriever:offline=False``), and the plan line says so, with how many answers and
+roughly how long, before anything starts.
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import Any
 
-from lrlib.eval.evaluation import KNOBS, add_step_arguments, curves, evaluate, markdown_table
+from lrlib.eval.evaluation import (
+    KNOBS,
+    add_step_arguments,
+    count_arg,
+    curves,
+    evaluate,
+    markdown_table,
+    parse_spec,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``lrlib evaluate``."""
+    """Arguments of ``lrlib evaluate``.
+
+    >>> p = argparse.ArgumentParser()
+    >>> add_arguments(p)
+    >>> a = p.parse_args(["--data", "mine.jsonl.gz", "--limit", "3"])
+    >>> a.data.name, a.limit, a.split
+    ('mine.jsonl.gz', 3, 'validation')
+    """
     add_step_arguments(parser, "full;truncate:budget=500")
     parser.set_defaults(split="validation")  # its vectors ship in the pack: nothing to embed
-    parser.add_argument("--limit", type=int, default=None, help="at most this many steps")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="a dataset file to read (e.g. your own `lrlib import-traces` output; default: "
+        "observations.jsonl.gz in LRLIB_DATA_DIR or data/)",
+    )
+    parser.add_argument("--limit", type=count_arg, default=None, help="at most this many steps")
     parser.add_argument(
         "--out",
         default=None,
@@ -28,44 +59,146 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
-def plan(args: argparse.Namespace) -> str:
-    """``lrlib evaluate``'s first line: what it computes; the slow part named up front."""
-    from lrlib.data import dataset as data
+def _steps(args: argparse.Namespace) -> list[Any]:
+    """The selected steps (loaded once; ``plan`` and ``run`` share them)."""
+    if getattr(args, "steps", None) is None:
+        from lrlib.data import dataset as data
 
-    n = len(data.load_steps(split=args.split, benchmark=args.benchmark, limit=args.limit))
-    specs = [s.strip() for s in args.reducers.split(";") if s.strip()]
+        steps = data.load_steps(
+            split=args.split, benchmark=args.benchmark, limit=args.limit, path=args.data
+        )
+        if not steps:
+            where = f"split {args.split!r}" if args.split else "the dataset"
+            which = f" of benchmark {args.benchmark!r}" if args.benchmark else ""
+            raise ValueError(f"no steps in {where}{which}; try --split all")
+        args.steps = steps
+    return args.steps
+
+
+def build_reducers(specs: list[str]) -> dict[str, Any]:
+    """Label -> reducer; LineRetriever in the shipped configuration (cached JSON answers of
+    the embedded model) and offline unless the environment or the spec says otherwise.
+
+    >>> table = build_reducers(["full", "lineretriever"])
+    >>> table["lineretriever"].params["answer"], table["lineretriever"].client.offline
+    ('json', True)
+    """
+    from lrlib.reducers import get_reducer
+    from lrlib.report.replay import lineretriever
+    from lrlib.report.run import DEFAULT_ANSWER
+
+    table: dict[str, Any] = {}
+    for spec in specs:
+        name, params = parse_spec(spec)
+        if name == "lineretriever":
+            table[spec] = lineretriever(**{"answer": DEFAULT_ANSWER, **params})
+        else:
+            table[spec] = get_reducer(name, **params)
+    return table
+
+
+def _model_work(args: argparse.Namespace) -> dict[str, list[Any]]:
+    """For each model-backed reducer: the steps it will reduce (cached answers only when
+    offline; every step when live). Computed once, without any network."""
+    if getattr(args, "work", None) is None:
+        from lrlib.report.replay import has_answers
+
+        steps, work = _steps(args), {}
+        for label, reducer in _reducers(args).items():
+            client = getattr(reducer, "client", None)
+            if client is None:
+                continue
+            cached = [s for s in steps if has_answers(reducer, s)]
+            work[label] = cached if client.offline else steps
+            args.cached = {**getattr(args, "cached", {}), label: len(cached)}
+        args.work = work
+    return args.work
+
+
+def _reducers(args: argparse.Namespace) -> dict[str, Any]:
+    if getattr(args, "table", None) is None:
+        args.table = build_reducers([s.strip() for s in args.reducers.split(";") if s.strip()])
+    return args.table
+
+
+def plan(args: argparse.Namespace) -> str:
+    """``lrlib evaluate``'s first line: what it computes; the slow part (a model asked,
+    vectors computed) named up front, before anything starts."""
+    from lrlib.report.run_command import EMBEDDED_SECONDS_PER_ANSWER, duration
+
+    steps, table, work = _steps(args), _reducers(args), _model_work(args)
+    n = len(steps)
     where = f"the {args.split} split" if args.split else "every split"
-    line = f"{len(specs)} reducers x {n} steps of {where}"
-    if args.split != "validation" and any(s.startswith("embedding") for s in specs):
-        line += f"; 'embedding' computes e5 vectors live (not in the pack): ~{n * 2.4 / 60:.0f} min"
-    return line + (" and their knob sweeps" if args.curves else "")
+    parts = [f"{len(table)} reducers x {n} steps of {where}"]
+    for label in work:
+        client, cached = table[label].client, args.cached[label]
+        if client.offline:
+            parts.append(
+                f"{label} replays cached answers of {client.model} ({cached} of {n} steps "
+                f"cached; the other {n - cached} are skipped and counted, no model is asked)"
+            )
+            continue
+        new = n - cached
+        if not new:
+            parts.append(f"{label}: all {n} answers are cached, no model is asked")
+            continue
+        local = client.endpoint.kind == "embedded" and client.endpoint.base_url is None
+        time = (
+            f"~{duration(new * EMBEDDED_SECONDS_PER_ANSWER)} on 2 idle cores"
+            if local
+            else "the endpoint's time"
+        )
+        parts.append(
+            f"{label} asks the model {client.model} ({client.endpoint.kind}) live for {new} "
+            f"uncached steps ({time}); {cached} replay from the cache"
+        )
+    if args.split != "validation" and any(s.startswith("embedding") for s in table):
+        parts.append(
+            f"'embedding' computes e5 vectors live (not in the pack): ~{n * 2.4 / 60:.0f} min"
+        )
+    return "; ".join(parts) + (" and their knob sweeps" if args.curves else "")
 
 
 def run(args: argparse.Namespace) -> int:
     """``lrlib evaluate``: evaluate, write the frame, print the summary table."""
-    from pathlib import Path
+    import pandas as pd
 
     from lrlib import paths
-    from lrlib.data import dataset as data
+    from lrlib.report.tables import interval_table
 
-    steps = data.load_steps(split=args.split, benchmark=args.benchmark, limit=args.limit)
-    specs = [s.strip() for s in args.reducers.split(";") if s.strip()]
-    frame = evaluate(specs, steps, progress=not args.no_progress)
+    steps, table, work = _steps(args), _reducers(args), _model_work(args)
+    plain = {label: r for label, r in table.items() if label not in work}
+    frames = [evaluate(plain, steps, progress=not args.no_progress)] if plain else []
+    notes = []
+    for label, chosen in work.items():
+        if len(chosen) < len(steps):
+            notes.append(
+                f"{label}: {len(chosen)} of {len(steps)} steps evaluated, "
+                f"{len(steps) - len(chosen)} skipped (no cached answer; LRLIB_OFFLINE=0 or "
+                f"{label.split(':')[0]}:offline=False asks the model for them)"
+            )
+        if chosen:
+            frames.append(evaluate({label: table[label]}, chosen, progress=not args.no_progress))
+    if not frames:
+        raise ValueError("nothing to evaluate: " + " ".join(notes))
+    frame = pd.concat(frames, ignore_index=True)
+    order = {label: i for i, label in enumerate(table)}
+    frame = frame.sort_values("reducer", key=lambda c: c.map(order), kind="stable")
     suffix = f"-{args.split}" if args.split else ""
     out = Path(args.out) if args.out else paths.results_dir() / f"evaluation{suffix}.csv.gz"
     out.parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(out, index=False)
-    from lrlib.report.tables import interval_table
-
     print(markdown_table(interval_table(frame)))
     print(f"\n{len(steps)} steps; per-step rows written to {out}")
+    for note in notes:
+        print(note)
     if args.curves:
-        knobbed = [s for s in specs if s in KNOBS]
-        table = curves(steps, knobbed, progress=not args.no_progress)
+        knobbed = [s for s in table if s in KNOBS]
+        curve = curves(steps, knobbed, progress=not args.no_progress)
         name = out.name
         path = out.with_name(
             name.replace("evaluation", "curves", 1) if "evaluation" in name else f"curves-{name}"
         )
-        table.to_csv(path, index=False)
+        curve.to_csv(path, index=False)
         print(f"curves for {', '.join(knobbed)} written to {path}")
     return 0

@@ -45,6 +45,7 @@ DEFAULT_ANSWERS = ("tags", "json")
 DEFAULT_ANSWER = "json"  # structured output: the embedded model closes it, tags it does not
 DEFAULT_SPLIT = "validation"
 DEFAULT_N_STEPS = 40
+TICK_SECONDS = 1.0  # how often the progress bar of a run redraws while answers are awaited
 
 
 def default_reducer(answer: str = "tags", **overrides: Any) -> Any:
@@ -155,16 +156,30 @@ def run_steps(
     Steps run concurrently (bounded by the client's ``concurrency``); the reducers of one
     step run one after the other, so a local server reuses the prompt they share. The
     first error is raised after every other step finished (their answers are cached).
+    The progress bar ticks every second while answers are awaited (elapsed time, how many
+    are being waited on), so a slow model never looks like a hung command.
     """
     from tqdm.auto import tqdm
+
+    waiting = [0]
 
     async def one(step: Step, bar: Any, slots: asyncio.Semaphore) -> list[dict[str, Any]]:
         rows = []
         async with slots:  # no more steps open than requests in flight
             for reducer in reducers:
-                rows.append(result_row(step, await reducer.areduce(step)))
+                waiting[0] += 1
+                try:
+                    rows.append(result_row(step, await reducer.areduce(step)))
+                finally:
+                    waiting[0] -= 1
                 bar.update(1)
         return rows
+
+    async def tick(bar: Any) -> None:
+        while True:
+            bar.set_postfix_str(f"waiting on {waiting[0]}", refresh=False)
+            bar.refresh()
+            await asyncio.sleep(TICK_SECONDS)
 
     with tqdm(
         total=len(steps) * len(reducers), desc="lineretriever", unit="answer", disable=not progress
@@ -173,9 +188,12 @@ def run_steps(
         async def main() -> list[Any]:
             slots = asyncio.Semaphore(reducers[0].client.parallel)
             tasks = (one(s, bar, slots) for s in steps)
+            ticker = asyncio.ensure_future(tick(bar)) if progress else None
             try:
                 return list(await asyncio.gather(*tasks, return_exceptions=True))
             finally:
+                if ticker is not None:
+                    ticker.cancel()
                 for client in {id(r.client): r.client for r in reducers}.values():
                     await client.aclose()
 

@@ -36,15 +36,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     from lrlib.core.prompts import list_prompts
     from lrlib.core.views import list_views
-    from lrlib.eval.evaluation import split_arg
+    from lrlib.eval.evaluation import count_arg, split_arg
 
     sel.add_argument(
-        "--split", default=None, type=split_arg, help="train, validation, test or all (default)"
+        "--split",
+        default=argparse.SUPPRESS,  # absent: every step, or the pinned --default-steps
+        type=split_arg,
+        help="train, validation, test or all (default: all; with --default-steps, the same "
+        "rule picks that split's steps)",
     )
     sel.add_argument("--benchmark", default=None, help="workarena or webarena")
     sel.add_argument(
         "--limit",
-        type=int,
+        type=count_arg,
         default=None,
         help="first N steps (by step_id; with --default-steps, the first N of them)",
     )
@@ -65,7 +69,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--history", action=argparse.BooleanOptionalAction, default=d["history"], help="actions"
     )
     cfg.add_argument("--strategy", default="structure", choices=STRATEGIES, help="pruning")
-    cfg.add_argument("--on-failure", default="full", choices=["full", "truncate"], help="fallback")
+    cfg.add_argument(
+        "--on-failure",
+        default="full",
+        help="what a failed step keeps: full, truncate (with --budget), closed (no page, one "
+        "notice line) or fallback:<reducer> (e.g. fallback:program)",
+    )
     cfg.add_argument("--budget", type=int, default=None, help="tokens, for --on-failure truncate")
     cfg.add_argument("--min-lines", type=int, default=3, help="fewer selected lines: a failure")
     cfg.add_argument(
@@ -100,8 +109,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _select_steps(args: argparse.Namespace) -> list[Step]:
+    if getattr(args, "steps", None) is not None:
+        return args.steps
+    args.steps = _choose_steps(args)
+    return args.steps
+
+
+def _choose_steps(args: argparse.Namespace) -> list[Step]:
     if args.default_steps:
-        return default_steps()[: args.limit]
+        if args.benchmark:
+            raise ValueError("--default-steps takes no --benchmark (they are a fixed selection)")
+        if not hasattr(args, "split"):
+            args.split = None
+            return default_steps()[: args.limit]  # the pinned selection, cached answers ship
+        return default_steps(args.limit or DEFAULT_N_STEPS, split=args.split)  # type: ignore[arg-type]
+    args.split = getattr(args, "split", None)
     from lrlib.data.dataset import load_steps
 
     steps = sorted(load_steps(split=args.split, benchmark=args.benchmark), key=lambda s: s.step_id)
@@ -114,42 +136,51 @@ EMBEDDED_SECONDS_PER_ANSWER = 45
 
 
 def plan(args: argparse.Namespace) -> str:
-    """One line, before any work: what ``lrlib run`` will compute and roughly how long."""
-    from lrlib.llm.client import Endpoint
+    """One line, before any work: what ``lrlib run`` will compute, how many answers are
+    already cached (replayed at once) and how many the model must give, and roughly how
+    long that takes. Checks the endpoint and the options first."""
+    from lrlib.report.replay import has_answers
 
-    endpoint = Endpoint.resolve(args.model, args.base_url)  # fails now on a bad endpoint
-    args.steps = _select_steps(args)  # run() reuses them
-    n = len(args.steps)
-    modes = 2 if args.answer == "both" else 1
+    steps, reducers = _select_steps(args), _reducers(args)
+    client = reducers[0].client
+    endpoint = client.endpoint
+    n, modes = len(steps), len(reducers)
+    cached = sum(has_answers(r, s) for r in reducers for s in steps)
+    new = n * modes - cached
     where = "cache only" if args.offline else f"{endpoint.model} ({endpoint.kind})"
     line = f"{n} steps x {modes} answer format(s) = {n * modes} answers from {where}"
     if args.offline:
-        return line + "; uncached steps fall back to the full tree"
-    cost = n * modes * EMBEDDED_SECONDS_PER_ANSWER  # the server's slots share one core
+        return line + f": {cached} cached; the other {new} fall back to the full tree"
+    if not new:
+        return line + f": all {cached} cached, replayed at once; no model is asked"
+    line += f": {cached} cached (replayed at once), {new} to ask the model"
     if endpoint.kind == "embedded" and endpoint.base_url is None:
+        cost = new * EMBEDDED_SECONDS_PER_ANSWER  # the server's slots share the cores
         return line + (
-            f"; cached answers replay at once, new ones take ~{EMBEDDED_SECONDS_PER_ANSWER} s "
-            f"each on 2 idle cores (~{_duration(cost)} in all; longer on a busy machine)"
+            f", ~{EMBEDDED_SECONDS_PER_ANSWER} s each on 2 idle cores (~{duration(cost)} in all; "
+            "longer on a busy machine)"
         )
-    return line + "; cached answers replay at once, new ones take the endpoint's time"
+    return line + ", in the endpoint's time"
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
     """``"40 s"`` or ``"3 min"``.
 
-    >>> _duration(40), _duration(200)
+    >>> duration(40), duration(200)
     ('40 s', '3 min')
     """
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run the retriever over the selected steps (each answer mode); write one table."""
+def _reducers(args: argparse.Namespace) -> list[Any]:
+    """The LineRetriever of each answer mode, sharing one client (built once; a bad option
+    or endpoint fails here, before the plan line)."""
+    if getattr(args, "retrievers", None) is not None:
+        return args.retrievers
     from lrlib.llm.cache import ResponseCache
-    from lrlib.llm.client import LLMClient, LLMError
+    from lrlib.llm.client import LLMClient
     from lrlib.reducers import get_reducer
 
-    steps = getattr(args, "steps", None) or _select_steps(args)
     answers = list(DEFAULT_ANSWERS) if args.answer == "both" else [args.answer]
     cache = ResponseCache(args.cache_dir, refresh=args.refresh) if args.cache_dir else True
     client = LLMClient(
@@ -166,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
         refresh=args.refresh,
         cache=cache,
     )
-    reducers = [
+    args.retrievers = [
         get_reducer(
             "lineretriever",
             prompt=args.prompt,
@@ -183,6 +214,15 @@ def run(args: argparse.Namespace) -> int:
         )
         for answer in answers
     ]
+    return args.retrievers
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the retriever over the selected steps (each answer mode); write one table."""
+    from lrlib.llm.client import LLMError
+
+    steps, reducers = _select_steps(args), _reducers(args)
+    answers = [r.params["answer"] for r in reducers]
     try:
         rows = run_steps(steps, reducers, progress=not args.no_progress)
     except LLMError as exc:

@@ -104,7 +104,7 @@ def interval_table(frame: pd.DataFrame, by: str | Sequence[str] = "reducer") -> 
     >>> from lrlib.core.step import Step
     >>> steps = [Step(goal="Buy", tree="[4] button 'Buy'", target_bids=("4",), step_id="s")]
     >>> interval_table(evaluate(["full"], steps, progress=False)).iloc[0]["target coverage"]
-    '100.0% [nan, nan] n=1/1'
+    '100.0% [no interval: 1 episode] n=1/1'
     """
     import pandas as pd
 
