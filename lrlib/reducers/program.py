@@ -213,7 +213,9 @@ def keep_lines(features: Features, knobs: Knobs) -> list[int]:
 @register_reducer("program")
 class Program(Reducer):
     """The tuned rule-based reducer. Any :class:`Knobs` field can be overridden by name;
-    ``guard`` (default on) drops the lines :func:`lrlib.core.suspect.suspect_lines` flags."""
+    ``guard`` (default on) drops the lines :func:`lrlib.core.suspect.suspect_lines` flags;
+    ``context`` (default on) keeps with each kept line what says what it is for
+    (:func:`with_context`)."""
 
     name = "program"
 
@@ -223,6 +225,7 @@ class Program(Reducer):
         markers: bool = False,
         params_file: str | Path | None = None,
         guard: bool = True,
+        context: bool = True,
         **overrides: Any,
     ) -> None:
         names = {f.name for f in fields(Knobs)}
@@ -233,14 +236,32 @@ class Program(Reducer):
         base = Knobs.load(Path(params_file)) if params_file else Knobs.load()
         self.knobs = replace(base, **overrides)
         self.strategy, self.markers, self.guard = strategy, markers, bool(guard)
+        self.context = bool(context)
         kwargs = {"encoding": encoding} if encoding else {}
         super().__init__(
-            strategy=strategy, markers=markers, guard=self.guard, **asdict(self.knobs), **kwargs
-        )
+            strategy=strategy, markers=markers, guard=self.guard, context=self.context,
+            **asdict(self.knobs), **kwargs,
+        )  # fmt: skip
 
     def select(self, step: Step) -> Output:
         lines = keep_lines(line_features(step), self.knobs)
+        if self.context:
+            lines = with_context(step, lines)
         if self.guard:
             banned = suspect_lines(step)
             lines = [n for n in lines if n not in banned]
         return lines_output(step.axtree, lines, self.strategy, self.markers)
+
+
+def with_context(step: Step, lines: list[int]) -> list[int]:
+    """``lines`` (1-based) and what each says what it is for: a choice's question, an
+    unnamed field's label, an unnamed element's text (:func:`lrlib.data.evidence.context_lines`).
+
+    >>> s = Step(goal="g", tree="[1] radiogroup 'Size'\\n\\t[2] radio 'S'\\n[3] link 'Home'")
+    >>> with_context(s, [2])
+    [1, 2]
+    """
+    from lrlib.data.evidence import context_lines
+
+    ctx = context_lines(step.axtree)
+    return sorted({*lines, *(m for n in lines for m in ctx[n - 1])})
