@@ -252,3 +252,35 @@ def test_the_learned_scorer_keeps_the_question_of_a_kept_choice(real_steps):
             assert readable(s.axtree, "group", groups["group"], set(kept_on))
         gained += covers_evidence(s, kept_on) and not covers_evidence(s, kept_off)
     assert gained >= 10, gained
+
+
+def test_coverage_figure_leads_with_evidence_curves_with_intervals(tmp_path, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from lrlib.eval.evaluation import sweep
+    from lrlib.report import tradeoffs
+
+    monkeypatch.setenv("LRLIB_FIGURES_DIR", str(tmp_path))
+    steps = [
+        _step("select_option('a244', 'Two boxes')", ("a244",)).__class__(
+            "Order it", FORM, target_bids=("a244",), step_id=str(i), episode=f"e{i}",
+            meta={"action": "select_option('a244', 'Two boxes')"},
+        )
+        for i in range(4)
+    ]  # fmt: skip
+    curve = sweep("learned", "budget", [0.05, 0.9], steps, progress=False)
+    points = tradeoffs.curve_points(curve)
+    assert {"evidence", "evidence_lo", "evidence_hi"} <= set(points)
+    assert points["evidence"].tolist() == [0.0, 1.0]  # the option needs a bigger budget
+    bars: list = []
+    real = plt.Axes.errorbar
+    monkeypatch.setattr(
+        plt.Axes, "errorbar", lambda self, *a, **k: bars.append(a) or real(self, *a, **k)
+    )
+    tradeoffs.coverage_vs_reduction(points, name="cvr")
+    assert (tmp_path / "cvr.png").is_file() and len(bars) == 2  # an evidence and a target panel
+    with pytest.raises(ValueError, match="valid: evidence, coverage"):
+        tradeoffs.coverage_vs_reduction(points, measures=("horizon",))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lrlib.report import plots
 
@@ -112,47 +112,72 @@ def breakeven_plot(
     return plots.save(fig, name)
 
 
+#: what a coverage-vs-reduction panel can show: column -> axis label
+COVERAGE_MEASURES = {
+    "evidence": "evidence coverage (% of steps)",
+    "coverage": "target coverage (% of steps)",
+}
+
+
 def coverage_vs_reduction(
     points: pd.DataFrame,
     model: str | None = None,
     name: str = "coverage_vs_reduction",
-    title: str = "Target coverage against token reduction",
+    title: str = "Coverage against token reduction",
+    measures: Sequence[str] = ("evidence", "coverage"),
 ) -> Path:
-    """Coverage (share of steps whose target survives) against median token reduction: a
-    curve per reducer with a knob (rows sorted by reduction), a point for the others.
-    ``points`` needs ``reducer``, ``reduction`` and ``coverage`` (both 0-1); an optional
-    ``label`` column annotates points (e.g. the knob value). With ``coverage_lo``/``_hi``
-    and ``reduction_lo``/``_hi`` (as :func:`curve_points` gives them) every point gets its
-    95% episode-bootstrap interval as error bars.
+    """Coverage against median token reduction, one panel per measure (default: evidence
+    coverage - everything the recorded action needs is readable - beside target coverage):
+    a curve per reducer with a knob (rows sorted by reduction), a point for the others.
+    ``points`` needs ``reducer``, ``reduction`` and each measure's column (0-1; rows without
+    it are left out of that panel); an optional ``label`` column annotates points (e.g. the
+    knob value). With ``<measure>_lo``/``_hi`` and ``reduction_lo``/``_hi`` (as
+    :func:`curve_points` gives them) every point gets its 95% episode-bootstrap interval as
+    error bars.
     """
     import matplotlib.pyplot as plt
 
+    unknown = [m for m in measures if m not in COVERAGE_MEASURES]
+    if unknown:
+        raise ValueError(f"unknown measures {unknown}; valid: {', '.join(COVERAGE_MEASURES)}")
     plots.require_model(list(points["reducer"].unique()), model)
-    fig, ax = plt.subplots(figsize=(10.5, 5.2))
+    fig, axes = plt.subplots(1, len(measures), figsize=(6.2 * len(measures) + 2.5, 5.2),
+                             squeeze=False)  # fmt: skip
+    for ax, measure in zip(axes[0], measures, strict=True):
+        _panel(ax, points, model, measure)
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    fig.suptitle(title + (f" - retriever model: {model}" if model else ""), fontsize=10)
+    fig.tight_layout()
+    return plots.save(fig, name)
+
+
+def _panel(ax: Any, points: pd.DataFrame, model: str | None, measure: str) -> None:
     for i, (reducer, rows) in enumerate(points.groupby("reducer", sort=True)):
-        rows = rows.sort_values("reduction")
         color = plots.PALETTE[i % len(plots.PALETTE)]
         label = reducer + (f" ({model})" if plots.needs_model([reducer]) else "")
+        if measure not in rows:
+            continue
+        rows = rows[rows[measure].notna()].sort_values("reduction")
         style = "-o" if len(rows) > 1 else "s"
         ax.plot(
             100 * rows["reduction"],
-            100 * rows["coverage"],
+            100 * rows[measure],
             style,
             color=color,
             label=label,
             markersize=4 if len(rows) > 1 else 7,
         )
-        if {"coverage_lo", "coverage_hi", "reduction_lo", "reduction_hi"} <= set(rows):
+        if {f"{measure}_lo", f"{measure}_hi", "reduction_lo", "reduction_hi"} <= set(rows):
             ax.errorbar(
-                100 * rows["reduction"], 100 * rows["coverage"],
-                xerr=100 * _err(rows, "reduction"), yerr=100 * _err(rows, "coverage"),
+                100 * rows["reduction"], 100 * rows[measure],
+                xerr=100 * _err(rows, "reduction"), yerr=100 * _err(rows, measure),
                 fmt="none", ecolor=color, elinewidth=0.8, alpha=0.5, capsize=1.5,
             )  # fmt: skip
         if "label" in rows and len(rows) > 1:
             for _, r in rows.iloc[[0, -1]].iterrows():
                 ax.annotate(
                     str(r["label"]),
-                    (100 * r["reduction"], 100 * r["coverage"]),
+                    (100 * r["reduction"], 100 * r[measure]),
                     fontsize=6,
                     color=color,
                     xytext=(3, 3),
@@ -161,14 +186,10 @@ def coverage_vs_reduction(
     if points.empty:  # e.g. a split without steps: say so
         ax.text(0.5, 0.5, "no results", ha="center", va="center", transform=ax.transAxes)
     ax.set_xlabel("median token reduction (%)")
-    ax.set_ylabel("target coverage (% of steps)")
+    ax.set_ylabel(COVERAGE_MEASURES[measure])
     ax.set_xlim(-2, 102)
     ax.set_ylim(-2, 102)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    ax.set_title(title + (f" - retriever model: {model}" if model else ""), fontsize=10)
-    fig.tight_layout()
-    return plots.save(fig, name)
 
 
 def _err(rows: pd.DataFrame, col: str):
@@ -199,15 +220,17 @@ def curve_points(
     from lrlib.eval.metrics import summarize
 
     ci_cols = [c for c in plots._CI if c in sweeps]
+    ev_cols = [c for c in ("evidence_lo", "evidence_hi", "evidence_n") if c in sweeps]
     rows = [
         {
             "reducer": r["reducer"],
             "reduction": r["median_reduction"],
             "coverage": r["coverage"],
+            "evidence": r.get("evidence_coverage", float("nan")),
             "label": f"{r['knob']}={r['value']:g}"
             if isinstance(r["value"], float)
             else f"{r['knob']}={r['value']}",
-            **{c: r[c] for c in ci_cols},
+            **{c: r[c] for c in ci_cols + ev_cols},
         }
         for _, r in sweeps.iterrows()
         if not sweeps.empty
@@ -223,10 +246,12 @@ def curve_points(
                 "reducer": f"{r.reducer} (n={r.n_target})",
                 "reduction": r.median_reduction,
                 "coverage": r.coverage,
+                "evidence": getattr(r, "evidence_coverage", float("nan")),
                 "label": "",
             }
             if ci is not None:
-                row.update({c: ci.loc[r.reducer, c] for c in plots._CI if c in ci})
+                keep = (*plots._CI, "evidence_lo", "evidence_hi", "evidence_n")
+                row.update({c: ci.loc[r.reducer, c] for c in keep if c in ci})
             rows.append(row)
     return pd.DataFrame(
         rows,
