@@ -1,7 +1,7 @@
 """Forest plots: every reducer's estimates with their 95% intervals, side by side per split.
 
-:func:`interval_forest` draws one panel per measure (target coverage, evidence coverage,
-median token reduction by default) with a row per reducer and one marker per value of
+:func:`interval_forest` draws one panel per measure (evidence coverage first, then target
+coverage and median token reduction by default) with a row per reducer and one marker per value of
 ``hue`` (validation / test, or split x benchmark), each with its episode-bootstrap
 interval and n; an optional last panel shows the generalisation gap (validation minus
 test) with its interval. The input is :func:`lrlib.eval.intervals.summary` and
@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 MEASURES = (
-    ("coverage", "target coverage (%)"),
     ("evidence", "evidence coverage (%)"),
+    ("coverage", "target coverage (%)"),
     ("reduction", "median token reduction (%)"),
 )
 _ORDER = ("train", "validation", "test")

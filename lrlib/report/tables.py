@@ -271,8 +271,11 @@ def interval_report(
     require_model(list(dict.fromkeys(frame["reducer"])), model)
     table = interval_table(frame, by=list(by))
     text = (
-        f"{what}: median token reduction, target coverage and evidence coverage, each with a "
-        "95% interval from a bootstrap over episodes and n = steps/episodes."
+        f"{what}: evidence coverage (everything the recorded action needs is readable: "
+        "lrlib.data.evidence), median token reduction, target coverage, horizon-2/3 coverage "
+        "(targets of the next recorded steps already on the page: lrlib.data.horizon) and "
+        "evidence coverage by line identity, each with a 95% interval from a bootstrap over "
+        "episodes and n = steps/episodes."
         + (f" LineRetriever rows: retriever model {model}, cached steps only." if model else "")
     )
     save_table(table, name, text)
@@ -300,8 +303,8 @@ def gap_report(
     from lrlib.eval.intervals import gap
 
     parts = []
-    for value, stat, title in (("covered", "mean", "target coverage"),
-                               ("evidence_covered", "mean", "evidence coverage"),
+    for value, stat, title in (("evidence_covered", "mean", "evidence coverage"),
+                               ("covered", "mean", "target coverage"),
                                ("reduction", "median", "median reduction")):  # fmt: skip
         if value not in frame:
             continue
