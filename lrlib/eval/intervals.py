@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 STATISTICS = ("mean", "median")
 N_BOOT = 2000
 LEVEL = 0.95
+_BLOCK_CELLS = 4_000_000  # weights computed at once (replicates x steps): ~32 MB
 
 
 def _check_stat(stat: str) -> None:
@@ -128,8 +129,20 @@ def _resampled(
         return float("nan"), np.full(n_boot, np.nan), 0, 0
     v = v[keep]
     codes, uniques = pd.factorize(pd.Series(np.asarray(clusters, dtype=object)[keep]))
-    reps = _replicates(v, codes, stat, _weights(len(uniques), n_boot, seed))
-    return _point(v, stat), reps, int(v.size), int(len(uniques))
+    k = len(uniques)
+    # replicates drawn and computed a block at a time (the same draws as all at once): the
+    # weights (block x clusters) and the median's step weights (block x steps) stay small
+    # however many steps there are
+    block = max(1, min(n_boot, _BLOCK_CELLS // max(k, v.size if stat == "median" else 1)))
+    rng = np.random.default_rng(seed)
+    p = np.full(k, 1.0 / k)
+    reps = np.concatenate(
+        [
+            _replicates(v, codes, stat, rng.multinomial(k, p, size=min(block, n_boot - i)))
+            for i in range(0, n_boot, block)
+        ]
+    )
+    return _point(v, stat), reps, int(v.size), int(k)
 
 
 def bootstrap(
