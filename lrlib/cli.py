@@ -44,6 +44,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "lrlib.report.cache_command",
         "show the answer caches; --refresh (maintainers) rewrites the shipped one",
     ),
+    "live": (
+        "lrlib.agent.live_command",
+        "MiniWoB++ episodes offline in chromium with a reducer in the loop (AgentLab layout)",
+    ),
+    "mfs": (
+        "lrlib.agent.mfs_command",
+        "minimal failure sets of recorded steps for a policy (ddmin; cached, resumable)",
+    ),
 }
 
 
@@ -127,6 +135,19 @@ def add_debug(parser: argparse.ArgumentParser, default: Any) -> None:
     )
 
 
+def sized_terminal() -> None:
+    """Progress bars on a pseudo-terminal that reports a 0 x 0 size (``script``, some IDE
+    and agent runners): tqdm draws nothing there, so give it a size through its documented
+    ``TQDM_NCOLS``/``TQDM_NROWS`` defaults (a value the user set is kept)."""
+    try:
+        size = os.get_terminal_size(sys.stderr.fileno())
+    except (OSError, ValueError, AttributeError):  # not a terminal: tqdm prints plain lines
+        return
+    if size.columns <= 0 or size.lines <= 0:
+        os.environ.setdefault("TQDM_NCOLS", "100")
+        os.environ.setdefault("TQDM_NROWS", "24")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``lrlib`` command."""
     parser = Parser(prog="lrlib", description=__doc__.splitlines()[0])
@@ -151,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     debug = args.debug or os.environ.get("LRLIB_DEBUG", "") not in ("", "0")
+    sized_terminal()
     mod = modules[args.command]
     try:
         check_reducers(args)

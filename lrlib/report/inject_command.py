@@ -60,6 +60,56 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
+def _items(args: argparse.Namespace) -> list:
+    """The attacked steps (built once; ``plan`` and ``run`` share them)."""
+    if getattr(args, "items", None) is None:
+        from lrlib.data import dataset as data
+        from lrlib.eval.inject import REALISTIC
+        from lrlib.eval.injection_sets import pinned_set
+
+        shape = (
+            {"attacks": REALISTIC, "per_step": 1, "positions": ("top",)} if args.realistic else {}
+        )
+        if args.pinned:
+            args.items = pinned_set(args.pinned, **{"per_step": args.per_step, **shape})
+        else:
+            steps = data.load_steps(split=args.split, benchmark=args.benchmark)
+            args.items = build_set(
+                steps, n=args.steps, **{"per_step": args.per_step, **shape}, seed=args.seed
+            )
+    return args.items
+
+
+def plan(args: argparse.Namespace) -> str:
+    """The first line, before any work: the attacked set, and whether a model is asked (a
+    LineRetriever reducer without ``--cached`` asks its model for every uncached answer)."""
+    from lrlib.eval.evaluation import resolve
+    from lrlib.report.run_command import EMBEDDED_SECONDS_PER_ANSWER, duration
+
+    items = _items(args)
+    specs = [s.strip() for s in args.reducers.split(";") if s.strip()]
+    runs = len(items) * (1 if args.no_clean else 2)
+    parts = [f"{len(specs)} reducers x {len(items)} attacked steps"]
+    for label, reducer in resolve(specs).items():
+        client = getattr(reducer, "client", None)
+        if client is None:
+            continue
+        if args.cached or client.offline:
+            parts.append(f"{label} replays cached answers only (the rest skipped and counted)")
+            continue
+        local = client.endpoint.kind == "embedded" and client.endpoint.base_url is None
+        time = (
+            f"up to ~{duration(runs * EMBEDDED_SECONDS_PER_ANSWER)} on 2 idle cores"
+            if local
+            else "the endpoint's time"
+        )
+        parts.append(
+            f"{label} asks the model {client.model} ({client.endpoint.kind}) live for every "
+            f"uncached one of {runs} answers ({time}; --cached replays only)"
+        )
+    return "; ".join(parts)
+
+
 def run(args: argparse.Namespace) -> int:
     """``lrlib inject``: build the attacked set, score every reducer, print the tables."""
     from pathlib import Path
@@ -67,19 +117,9 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from lrlib import paths
-    from lrlib.data import dataset as data
     from lrlib.eval.evaluation import markdown_table
-    from lrlib.eval.inject import REALISTIC
-    from lrlib.eval.injection_sets import pinned_set
 
-    shape = {"attacks": REALISTIC, "per_step": 1, "positions": ("top",)} if args.realistic else {}
-    if args.pinned:
-        items = pinned_set(args.pinned, **{"per_step": args.per_step, **shape})
-    else:
-        steps = data.load_steps(split=args.split, benchmark=args.benchmark)
-        items = build_set(
-            steps, n=args.steps, **{"per_step": args.per_step, **shape}, seed=args.seed
-        )
+    items = _items(args)
     specs = [s.strip() for s in args.reducers.split(";") if s.strip()]
     ready = _cached_items if args.cached else lambda reducer, todo, clean: list(todo)
     rows, notes = _score_all(
