@@ -11,7 +11,7 @@ split or the MiniWoB ``check`` half. Steps:
 2. the honest figure, nested grouped cross-validation (``learned_cv.nested_cv``): each
    task family (a recorded task, or a MiniWoB task type) is scored by a model fitted on the
    other families, with knobs (``budget``, ``overhead``, ``floor``: :data:`GRID`) chosen on
-   inner grouped folds of those other families only: the best mean target coverage whose
+   inner grouped folds of those other families only: the best mean evidence coverage whose
    median token reduction holds every benchmark's floor (:data:`lrlib.eval.learned_cv.
    MIN_REDUCTION`, the issue's targets) with the low end of its 95% interval, near-ties
    going to the setting with the most headroom above those floors;
@@ -52,6 +52,7 @@ from lrlib.paths import miniwob_path
 from lrlib.reducers.features import DEMOTE_ONLY, FEATURES
 from lrlib.reducers.learned import MODEL_FILE
 
+LABELS = "answer"  # the positives of the shipped model (--labels)
 GRID: dict[str, tuple] = {  # the knobs chosen inside CV (every combination)
     "budget": (0.2, 0.22, 0.25, 0.28, 0.3),  # share of the page's tokens
     "overhead": (0, 10, 15, 20, 25, 30),  # tokens beyond that share (small pages)
@@ -105,6 +106,13 @@ def main() -> int:
     parser.add_argument("--C", type=float, default=0.1, help="inverse L2 strength")
     parser.add_argument("--inner", type=int, default=4, help="inner grouped folds (nested CV)")
     parser.add_argument("--dry-run", action="store_true", help="print, do not write the file")
+    parser.add_argument(
+        "--labels",
+        choices=("targets", "answer", "evidence"),
+        default=LABELS,
+        help="positives: target lines; plus the page text reporting steps report (answer); "
+        "plus every evidence line (evidence)",
+    )
     args = parser.parse_args()
     warnings.filterwarnings("ignore", category=UserWarning)
 
@@ -114,7 +122,8 @@ def main() -> int:
     }
     steps = training_steps()
     start = time.perf_counter()
-    cache = prepare(steps)
+    label = {"targets": False, "answer": "answer", "evidence": True}[args.labels]
+    cache = prepare(steps, label=label)
     fam = folds(steps, "family")
     families = [s.family for s in steps]
     # 1. honest figure: knobs chosen inside every outer fold, on inner folds of the others
@@ -154,7 +163,12 @@ def main() -> int:
             n_steps_miniwob=len(steps) - n_traces,
             n_lines=int(sum(len(d.X) for d in cache)),
             n_positive=int(sum(int(d.y.sum()) for d in cache)),
-            label="target lines of the recorded next action (evidence: reported only)",
+            label={
+                "targets": "target lines of the recorded next action",
+                "answer": "target lines of the recorded next action, and on reporting steps "
+                "the page text the answer reports (evidence groups of kind 'answer')",
+                "evidence": "target lines and every evidence line of the recorded action",
+            }[args.labels],
             estimator=f"sklearn LogisticRegression(C={args.C}, class_weight='balanced', "
             "solver='newton-cholesky'), standardised features; "
             f"{', '.join(DEMOTE_ONLY)} held to weights <= 0",
@@ -167,10 +181,12 @@ def main() -> int:
             "scheme": "leave one task family out (lrlib.data.crossval, 'family'); MiniWoB "
             "task types are families",
             "min_reduction": MIN_REDUCTION,
-            "rule": "max mean target coverage over benchmark kinds s.t. the low end of every "
+            "rule": "max mean evidence coverage (information reading, lrlib.data.evidence) "
+            "over benchmark kinds s.t. the low end of every "
             "kind's median reduction (95% interval, bootstrap over episodes) >= its floor; "
             f"coverages within {TIE} of the best tie, broken by the larger headroom above "
-            "the floors (learned_cv.choose_knobs; reductions from per-line token sums)",
+            "the floors, then target coverage (learned_cv.choose_knobs; reductions from "
+            "per-line token sums)",
             "nested": {
                 "scheme": f"outer: leave one family out; inner: {args.inner} grouped folds "
                 "of the other families choose the knobs (honest: no knob saw the "

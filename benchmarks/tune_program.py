@@ -31,6 +31,8 @@ from lrlib.data.crossval import folds
 from lrlib.eval.program_tuning import GRID, TuningSet, cross_validate, tune
 from lrlib.reducers.program import PARAMS_FILE
 
+MIN_EVIDENCE = 0.85  # evidence coverage kept on the training steps (information reading)
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -39,6 +41,13 @@ def main() -> int:
         type=float,
         default=0.97,
         help="target coverage the tuner must keep on its training steps (default 0.97)",
+    )
+    parser.add_argument(
+        "--min-evidence",
+        type=float,
+        default=MIN_EVIDENCE,
+        help="evidence coverage (information reading) the tuner must keep as well "
+        f"(default {MIN_EVIDENCE})",
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cv-samples", type=int, default=150, help="random draws per fold")
@@ -52,12 +61,15 @@ def main() -> int:
     tset = TuningSet(steps)
     fam = folds(steps, "family")
     red, hit, per_fold = cross_validate(
-        tset, fam, args.min_coverage, samples=args.cv_samples, restarts=5, seed=args.seed
-    )
+        tset, fam, args.min_coverage, samples=args.cv_samples, restarts=5, seed=args.seed,
+        min_evidence=args.min_evidence,
+    )  # fmt: skip
     has = ~np.isnan(hit)
+    folds_ev = [r["evidence"] for r in per_fold if r["evidence"] == r["evidence"]]
     cv = {
         "scheme": "leave one task family out (lrlib.data.crossval, 'family')",
         "coverage": round(float(hit[has].mean()), 4),
+        "evidence_mean_over_families": round(float(np.mean(folds_ev)), 4),
         "median_reduction": round(float(np.median(red)), 4),
         "n_target": int(has.sum()),
         "n_steps": len(steps),
@@ -66,7 +78,9 @@ def main() -> int:
             for r in per_fold
         ],
     }
-    knobs, report = tune(tset, min_coverage=args.min_coverage, seed=args.seed)
+    knobs, report = tune(
+        tset, min_coverage=args.min_coverage, seed=args.seed, min_evidence=args.min_evidence
+    )
     seconds = time.perf_counter() - start
     print(f"cross-validated: coverage {cv['coverage']:.3f} (n={cv['n_target']}), "
           f"median reduction {cv['median_reduction']:.3f}")  # fmt: skip
@@ -84,6 +98,7 @@ def main() -> int:
         "search": {
             "method": "random search + coordinate descent",
             "min_coverage": args.min_coverage,
+            "min_evidence": args.min_evidence,
             "seed": args.seed,
             "samples": report["samples"],
             "restarts": report["restarts"],
@@ -93,7 +108,8 @@ def main() -> int:
         },
         "cv": cv,
         "training_fit": {  # the knobs on the steps they were tuned on: not a claim
-            k: round(report[k], 4) for k in ("median_reduction", "coverage", "coverage_success")
+            k: round(report[k], 4)
+            for k in ("median_reduction", "coverage", "coverage_success", "evidence")
         },
     }
     text = json.dumps(record, indent=2) + "\n"

@@ -6,14 +6,22 @@
 # reduction. Success needs live agent runs. Offline, a reduction can be judged by whether it
 # keeps what the agent needed:
 #
+# * **evidence coverage** (the headline): the share of steps where everything the recorded
+#   action needs is still *readable* in the reduced tree: the acted element itself (its own
+#   line), and the option a `select_option` picks, the label of a filled field, the
+#   question a clicked radio button answers, the page text a `send_msg_to_user` answer
+#   reports, the text naming an unnamed button (`lrlib.data.evidence`; rules in
+#   `data/README.md`). A piece counts as readable when one of its lines is kept, or a kept
+#   line carries the same name (a kept `combobox 'Quantity'` shows its label); a `[bid] role`
+#   stub shows nothing. It also counts answer-only steps. The stricter first definition
+#   (each piece's *own* line kept) is the `evidence (line identity)` column;
 # * **target coverage**: the share of steps whose acted element (the bids of the recorded
 #   next action) survives verbatim; steps whose action names no element are excluded and
 #   counted;
-# * **evidence coverage**: the share of steps that keep, besides the target, the other lines
-#   the recorded action needs: the option a `select_option` picks, the label of a filled
-#   field, the question a clicked radio button answers, the page text a `send_msg_to_user`
-#   answer reports, the text naming an unnamed button (`lrlib.data.evidence`; rules in
-#   `data/README.md`). It is stricter than target coverage and also counts answer-only steps.
+# * **horizon-k coverage** (k = 2, 3): the elements the recorded agent acts on in this and
+#   the next k - 1 recorded steps that are already on the current page, all kept
+#   (`lrlib.data.horizon`; k = 1 is target coverage). The recorded path is one of many: a
+#   miss says the reducer hid what this agent went on to use, not that every agent needs it.
 #
 # Every reducer registered in lrlib runs on two splits (`data/README.md`, "Splits"):
 # **validation** (episodes of the task families that `train` also holds: in-distribution)
@@ -243,10 +251,12 @@ display(split_table)  # the test split
 #
 # Reducers with a knob (a token budget, a keep ratio, a number of chunks or lines, the
 # program's threshold) trace a curve as the knob turns; LineRetriever and the oracle are
-# single points (LineRetriever's on its cached steps only, so its `n` is smaller). Every
-# point carries its 95% intervals in both directions (bootstrap over episodes). A good
-# reducer sits in the top-right corner: most of the tree gone, the target still there.
-# Curves are drawn on validation and on test.
+# single points (LineRetriever's on its cached steps only, so its `n` is smaller). The left
+# panel is evidence coverage, the right one target coverage. Every point carries its 95%
+# intervals in both directions (bootstrap over episodes). A good reducer sits in the
+# top-right corner: most of the tree gone, what the action needs still readable. Pick an
+# operating point on the left panel by what the agent needs. Curves are drawn on
+# validation and on test.
 
 # %%
 all_sweeps = []
@@ -266,8 +276,8 @@ for split in SPLITS:
     )  # fmt: skip
 
 # %%
-curve_cols = ["split", "reducer", "knob", "value", "median_reduction", "coverage", "coverage_lo",
-              "coverage_hi"]  # fmt: skip
+curve_cols = ["split", "reducer", "knob", "value", "median_reduction", "evidence_coverage",
+              "evidence_lo", "evidence_hi", "coverage", "coverage_lo", "coverage_hi"]  # fmt: skip
 pd.concat(all_sweeps, ignore_index=True).reindex(columns=curve_cols).round(3)
 
 # %% [markdown]

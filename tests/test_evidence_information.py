@@ -284,3 +284,22 @@ def test_coverage_figure_leads_with_evidence_curves_with_intervals(tmp_path, mon
     assert (tmp_path / "cvr.png").is_file() and len(bars) == 2  # an evidence and a target panel
     with pytest.raises(ValueError, match="valid: evidence, coverage"):
         tradeoffs.coverage_vs_reduction(points, measures=("horizon",))
+
+
+def test_program_tuning_measures_evidence_as_the_reducer_keeps_it(real_steps):
+    import numpy as np
+
+    from lrlib.eval.program_tuning import TuningSet, objective
+    from lrlib.reducers.program import Knobs, Program
+
+    steps = real_steps[::9]
+    knobs = Knobs.load()
+    _, hit, ev = TuningSet(steps).per_step_evidence(knobs)
+    reducer = Program(guard=False)  # the tuning set has no guard
+    for s, h, e in zip(steps, hit, ev, strict=True):
+        kept = reducer.reduce(s).kept
+        want_e, want_h = covers_evidence(s, kept), covers(s, kept)
+        assert np.isnan(e) if want_e is None else e == want_e, s.step_id
+        assert np.isnan(h) if want_h is None else h == want_h, s.step_id
+    m = {"median_reduction": 0.8, "coverage": 1.0, "evidence": 0.7}
+    assert objective(m, 0.97) == 0.8 and objective(m, 0.97, 0.8) == pytest.approx(-0.2)

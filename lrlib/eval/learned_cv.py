@@ -53,6 +53,8 @@ RESCUE = 1  # carriers taken first: a fixed prior (learned.Learned), not chosen 
 MIN_REDUCTION: dict[str, float] = {"miniwob": 0.60, "*": 0.70}
 N_BOOT = 500  # bootstrap replicates per knob setting (a choice, not a report: 2,000 there)
 TIE = 0.005  # coverages closer than this (one or two steps here) are a tie: noise at this n
+MEASURES = ("evidence", "coverage")  # what the knob choice maximises: evidence coverage
+MEASURE = "evidence"  # (information reading, lrlib.data.evidence) or target coverage
 
 
 @dataclass
@@ -121,9 +123,11 @@ def choose_knobs(
     scores: Sequence[np.ndarray],
     grid: Mapping[str, Sequence[Any]],
     floors: Mapping[str, float] = MIN_REDUCTION,
+    measure: str = MEASURE,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The knobs of ``grid`` (every combination) with the best target coverage - the mean
-    over the benchmarks present, so small sets weigh as much as large ones - among those
+    """The knobs of ``grid`` (every combination) with the best ``measure`` (``"evidence"``:
+    evidence coverage, information reading, the default; ``"coverage"``: target coverage) -
+    the mean over the benchmarks present, so small sets weigh as much as large ones - among those
     whose median reduction on every benchmark's steps reaches its floor with the low end of
     its 95% interval (bootstrap over episodes; ``floors``: benchmark -> share, ``"*"`` for the
     rest; none eligible: the setting that misses its floors by least). Coverages within
@@ -138,34 +142,42 @@ def choose_knobs(
     """
     from lrlib.eval.intervals import interval
 
+    if measure not in MEASURES:
+        raise ValueError(f"unknown measure {measure!r}; valid: {', '.join(MEASURES)}")
+
     summaries = [summarise(d, p) for d, p in zip(data, scores, strict=True)]
     kinds = np.array(["miniwob" if d.benchmark == "miniwob" else "*" for d in data])
     episodes = np.array([d.episode for d in data], dtype=object)
     rows = []
     for values in product(*grid.values()):
         knobs = dict(zip(grid, values, strict=True))
-        red, hit, _ = fast_results(data, knobs=knobs, summaries=summaries)
+        red, hit, ev = fast_results(data, knobs=knobs, summaries=summaries)
         row: dict[str, Any] = {**knobs, "rescue": RESCUE}
-        margins, covs, reds = [], [], []
+        margins, covs, evs, reds = [], [], [], []
         for kind in sorted(set(kinds)):
             mask = kinds == kind
             med = interval(red[mask], episodes[mask], "median", n_boot=N_BOOT)
             lo = med["estimate"] if med["lo"] != med["lo"] else med["lo"]  # one episode: no CI
             cov = float(np.nanmean(hit[mask])) if (~np.isnan(hit[mask])).any() else np.nan
+            evi = float(np.nanmean(ev[mask])) if (~np.isnan(ev[mask])).any() else np.nan
             row[f"coverage[{kind}]"] = round(cov, 4)
+            row[f"evidence[{kind}]"] = round(evi, 4)
             row[f"median_reduction[{kind}]"] = round(float(med["estimate"]), 4)
             row[f"median_reduction_lo[{kind}]"] = round(float(lo), 4)
             margins.append(lo - _floor(kind, floors))
             covs.append(cov)
+            evs.append(evi)
             reds.append(med["estimate"])
         row["coverage"] = round(float(np.nanmean(covs)), 4)
+        row["evidence"] = round(float(np.nanmean(evs)), 4)
         row["median_reduction"] = round(float(np.mean(reds)), 4)
         row["headroom"] = round(min(margins), 4)
         rows.append(row)
     eligible = [r for r in rows if r["headroom"] >= 0] or [max(rows, key=lambda r: r["headroom"])]
-    top = max(r["coverage"] for r in eligible)
-    tied = [r for r in eligible if r["coverage"] >= top - TIE - 1e-9]
-    best = max(tied, key=lambda r: (r["headroom"], r["coverage"]))
+    other = "coverage" if measure == "evidence" else "evidence"
+    top = max(r[measure] for r in eligible)
+    tied = [r for r in eligible if r[measure] >= top - TIE - 1e-9]
+    best = max(tied, key=lambda r: (r["headroom"], r[measure], r[other]))
     return {**{k: best[k] for k in grid}, "rescue": RESCUE}, rows
 
 
@@ -195,6 +207,7 @@ def nested_cv(
     floors: Mapping[str, float] = MIN_REDUCTION,
     C: float = 0.1,
     inner: int = 4,
+    measure: str = MEASURE,
 ) -> tuple[list, list[dict[str, Any] | None]]:
     """Honest grouped CV: for every ``outer`` fold, knobs chosen by :func:`choose_knobs` on
     scores from ``inner`` grouped folds of its train rows (``groups``: one label per row),
@@ -211,7 +224,7 @@ def nested_cv(
             model = _fit(data, train[tr], C)
             for j in te:
                 inner_scores[j] = model.predict(data[train[j]].X)
-        chosen, _ = choose_knobs([data[i] for i in train], inner_scores, grid, floors)
+        chosen, _ = choose_knobs([data[i] for i in train], inner_scores, grid, floors, measure)
         model = _fit(data, train, C)
         for i in fold.test_idx:
             scores[i], knobs[i] = model.predict(data[i].X), chosen

@@ -27,34 +27,28 @@ from lrlib.reducers.features import DEMOTE_ONLY, FEATURES, line_features
 from lrlib.reducers.learned import LineModel
 
 
-def labels(step: Step, evidence: bool = False) -> np.ndarray:
-    """1 on the step's target lines and, with ``evidence``, on every line of its evidence
-    groups (:func:`lrlib.eval.metrics.evidence_status`). The shipped model is trained on
-    targets only: with evidence labels at weight 0.1-0.3, nested CV target coverage at the
-    same budget fell from ~98% to ~94% (the positives become diffuse) while evidence
-    coverage rose from 59% to 74-77%; evidence coverage is reported, not trained on.
+def labels(step: Step, evidence: bool | str = False) -> np.ndarray:
+    """1 on the step's target lines and, with ``evidence``, on the lines of its evidence
+    groups (:func:`lrlib.eval.metrics.typed_evidence`): every group with ``True``, the
+    groups of one kind with that kind's name (``"answer"``: the page text a reporting
+    step reports, the only evidence of a step without a target).
 
     >>> s = Step(goal="g", tree="[1] combobox 'Size'\\n\\t[2] option 'S'\\n\\t[3] option 'M'",
     ...          target_bids=("1",), meta={"action": "select_option('1', 'M')"})
-    >>> labels(s, evidence=True).tolist(), labels(s).tolist()
-    ([1, 0, 1], [1, 0, 0])
+    >>> labels(s, evidence=True).tolist(), labels(s).tolist(), labels(s, "answer").tolist()
+    ([1, 0, 1], [1, 0, 0], [1, 0, 0])
     """
+    from lrlib.eval.metrics import typed_evidence
+
     y = np.zeros(len(step.axtree), int)
     for n in step.target_lines:
         y[n - 1] = 1
     if evidence:
-        for group in _evidence(step) or ():
-            y[group] = 1
+        n_lines = len(y)
+        for kind, group in typed_evidence(step):
+            if evidence is True or kind == evidence:
+                y[[i - 1 for i in group if 1 <= i <= n_lines]] = 1
     return y
-
-
-def _evidence(step: Step) -> list[list[int]] | None:
-    """0-based evidence groups of ``step`` (None: no evidence, or a missing target)."""
-    from lrlib.eval.metrics import evidence_status
-
-    status, groups = evidence_status(step)
-    n = len(step.axtree)
-    return [[i - 1 for i in g if 1 <= i <= n] for g in groups] if status == "ok" else None
 
 
 def readable_by(step: Step) -> list[list[int]] | None:
@@ -133,8 +127,11 @@ class StepData:
     companions: list[list[int]] | None = None
 
 
-def prepare(steps: Sequence[Step], encoding: str | None = None) -> list[StepData]:
-    """The :class:`StepData` of every step (the expensive part: ~20 ms a step)."""
+def prepare(
+    steps: Sequence[Step], encoding: str | None = None, label: bool | str = False
+) -> list[StepData]:
+    """The :class:`StepData` of every step (the expensive part: ~20 ms a step); ``label``:
+    the ``evidence`` argument of :func:`labels` (False: target lines only)."""
     from lrlib.core.tokens import DEFAULT_ENCODING
     from lrlib.eval.metrics import target_status
 
@@ -146,7 +143,7 @@ def prepare(steps: Sequence[Step], encoding: str | None = None) -> list[StepData
         out.append(
             StepData(
                 X=line_features(s),
-                y=labels(s),
+                y=labels(s, label),
                 tokens=tokens,
                 stub_tokens=stubs,
                 parents=np.asarray(s.axtree.parents, int),

@@ -30,7 +30,8 @@ import numpy as np
 
 from lrlib.core.step import Step
 from lrlib.core.tokens import DEFAULT_ENCODING, count_lines, line_token_counts
-from lrlib.eval.metrics import target_status
+from lrlib.data.evidence import alternatives, context_lines
+from lrlib.eval.metrics import target_status, typed_evidence
 from lrlib.reducers.program import Knobs, line_features
 
 _KINDS = ("url", "text", "form", "button", "link", "item", "other")
@@ -77,6 +78,7 @@ class TuningSet:
             )
         }
         owner, ancestor, before, targets, success = [], [], [], [], []
+        comp_owner, comp_line, evidence = [], [], []
         offset = 0
         for k, step in enumerate(steps):
             tree, f = step.axtree, line_features(step)
@@ -95,12 +97,23 @@ class TuningSet:
             before.append(count_lines(tree.texts, encoding))
             ok = target_status(step) == "ok"
             targets.append([offset + t - 1 for t in step.target_lines] if ok else None)
+            for i, lines in enumerate(context_lines(tree)):
+                comp_owner += [offset + i] * len(lines)
+                comp_line += [offset + m - 1 for m in lines]
+            groups = typed_evidence(step)
+            evidence.append(
+                [[offset + m - 1 for m in alternatives(tree, k, g)] for k, g in groups]
+                if groups
+                else None
+            )
             success.append(bool(step.meta.get("episode_success")))
             offset += n
         self.arrays = {k: np.asarray(v) for k, v in cols.items()}
         self.owner, self.ancestor = np.asarray(owner, int), np.asarray(ancestor, int)
         self.before = np.asarray(before, float)
         self.targets = targets
+        self.evidence = evidence  # per step: per group, the lines that make it readable
+        self.comp_owner, self.comp_line = np.asarray(comp_owner, int), np.asarray(comp_line, int)
         self.success = np.asarray(success)
         self.n_steps = len(steps)
 
@@ -134,7 +147,14 @@ class TuningSet:
     def per_step(self, knobs: Knobs) -> tuple[np.ndarray, np.ndarray]:
         """Every step's estimated token reduction, and whether its targets are all kept
         (NaN for a step without a target in its tree)."""
+        red, hit, _ = self.per_step_evidence(knobs)
+        return red, hit
+
+    def per_step_evidence(self, knobs: Knobs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`per_step` and whether every evidence group is readable (NaN: no evidence).
+        Kept lines bring their context, as the reducer's ``context=True`` does."""
         kept = self.kept(knobs)
+        kept[self.comp_line[kept[self.comp_owner]]] = True  # one level, as with_context
         stub = np.zeros_like(kept)
         stub[self.ancestor[kept[self.owner]]] = True
         stub &= ~kept
@@ -145,27 +165,42 @@ class TuningSet:
         hit = np.array(
             [float(kept[t].all()) if t is not None else np.nan for t in self.targets], float
         )
-        return red, hit
+        ev = np.array(
+            [
+                float(all(kept[g].any() for g in e)) if e is not None else np.nan
+                for e in self.evidence
+            ],
+            float,
+        )
+        return red, hit, ev
 
     def measure(self, knobs: Knobs, idx: np.ndarray | None = None) -> dict[str, float]:
         """Median token reduction and target coverage (all steps, successful episodes), over
         the steps ``idx`` (default: all)."""
-        red, hit = self.per_step(knobs)
+        red, hit, ev = self.per_step_evidence(knobs)
         success = self.success
         if idx is not None:
-            red, hit, success = red[idx], hit[idx], success[idx]
+            red, hit, ev, success = red[idx], hit[idx], ev[idx], success[idx]
         has = ~np.isnan(hit)
         succ = has & success
         return {
             "median_reduction": float(np.median(red)) if len(red) else float("nan"),
             "coverage": float(hit[has].mean()) if has.any() else float("nan"),
             "coverage_success": float(hit[succ].mean()) if succ.any() else float("nan"),
+            "evidence": float(np.nanmean(ev)) if (~np.isnan(ev)).any() else float("nan"),
         }
 
 
-def objective(m: dict[str, float], min_coverage: float) -> float:
-    """Median reduction, minus ten times any coverage shortfall below ``min_coverage``."""
-    return m["median_reduction"] - 10.0 * max(0.0, min_coverage - m["coverage"])
+def objective(m: dict[str, float], min_coverage: float, min_evidence: float = 0.0) -> float:
+    """Median reduction, minus ten times any target coverage shortfall below
+    ``min_coverage`` and any evidence coverage shortfall below ``min_evidence``.
+
+    >>> objective({"median_reduction": 0.8, "coverage": 0.95, "evidence": 0.8}, 0.97, 0.85)
+    0.1
+    """
+    short = max(0.0, min_coverage - m["coverage"])
+    short += max(0.0, min_evidence - m.get("evidence", 1.0)) if min_evidence else 0.0
+    return round(m["median_reduction"] - 10.0 * short, 12)
 
 
 def _descend(
@@ -175,10 +210,11 @@ def _descend(
     min_coverage: float,
     rounds: int,
     idx: np.ndarray | None = None,
+    min_evidence: float = 0.0,
 ) -> tuple[Knobs, dict[str, float], float, int]:
     """Coordinate descent from ``start`` until a pass over ``grid`` changes nothing."""
     best, best_m = start, data.measure(start, idx)
-    best_v, evaluated = objective(best_m, min_coverage), 1
+    best_v, evaluated = objective(best_m, min_coverage, min_evidence), 1
     for _ in range(rounds):
         changed = False
         for name, values in grid.items():
@@ -186,7 +222,7 @@ def _descend(
                 cand = replace(best, **{name: value})
                 m = data.measure(cand, idx)
                 evaluated += 1
-                v = objective(m, min_coverage)
+                v = objective(m, min_coverage, min_evidence)
                 if v > best_v + 1e-9:
                     best, best_m, best_v, changed = cand, m, v, True
         if not changed:
@@ -203,12 +239,14 @@ def tune(
     rounds: int = 6,
     seed: int = 0,
     idx: np.ndarray | None = None,
+    min_evidence: float = 0.0,
 ) -> tuple[Knobs, dict[str, Any]]:
     """Random search then coordinate descent; returns the best knobs and a report.
 
     ``samples`` random settings are drawn from ``grid`` (seeded); coordinate descent starts
     from the defaults and from the ``restarts`` best samples; the best end point wins.
-    ``idx`` restricts tuning to those steps of a :class:`TuningSet` (a fold's train steps).
+    ``idx`` restricts tuning to those steps of a :class:`TuningSet` (a fold's train steps);
+    ``min_evidence``: the evidence coverage (information reading) to keep as well.
     """
     data = steps if isinstance(steps, TuningSet) else TuningSet(steps)
     grid = grid or GRID
@@ -217,11 +255,13 @@ def tune(
         replace(Knobs(), **{k: v[rng.integers(len(v))] for k, v in grid.items()})
         for _ in range(samples)
     ]
-    ranked = sorted(drawn, key=lambda k: -objective(data.measure(k, idx), min_coverage))
+    ranked = sorted(
+        drawn, key=lambda k: -objective(data.measure(k, idx), min_coverage, min_evidence)
+    )
     evaluated = samples
     best: tuple | None = None
     for start in [Knobs(), *ranked[:restarts]]:
-        knobs, m, v, n = _descend(data, start, grid, min_coverage, rounds, idx)
+        knobs, m, v, n = _descend(data, start, grid, min_coverage, rounds, idx, min_evidence)
         evaluated += n
         if best is None or v > best[2] + 1e-9:
             best = (knobs, m, v)
@@ -230,6 +270,7 @@ def tune(
         **m,
         "objective": v,
         "min_coverage": min_coverage,
+        "min_evidence": min_evidence,
         "n_steps": data.n_steps if idx is None else len(idx),
         "n_target_steps": sum(
             data.targets[i] is not None for i in (range(data.n_steps) if idx is None else idx)

@@ -141,16 +141,20 @@ def _median_ci(sub: pd.DataFrame) -> dict:
 
 
 def _coverage_note(sub: pd.DataFrame) -> str:
-    """``"\ncoverage 97% [93, 100] n=91/19"`` for a panel title ('' without coverage)."""
+    """``"\nevidence coverage 81% [75, 87] n=141/26\ntarget coverage 97% [93, 100] n=91/19"``: a panel
+    title: evidence coverage first, target coverage beside it ('' without either)."""
     from lrlib.eval.intervals import interval
 
-    if "covered" not in sub or sub.empty:
-        return ""
-    r = interval(pd_float(sub["covered"]), _clusters(sub))
-    if not r["n_steps"]:
-        return ""
-    lo_hi = f" [{100 * r['lo']:.0f}, {100 * r['hi']:.0f}]" if r["lo"] == r["lo"] else ""
-    return f"\ntarget coverage {100 * r['estimate']:.0f}%{lo_hi} n={r['n_steps']}/{r['n_episodes']}"
+    parts = []
+    for column, what in (("evidence_covered", "evidence coverage"), ("covered", "target coverage")):
+        if column not in sub or sub.empty:
+            continue
+        r = interval(pd_float(sub[column]), _clusters(sub))
+        if not r["n_steps"]:
+            continue
+        lo_hi = f" [{100 * r['lo']:.0f}, {100 * r['hi']:.0f}]" if r["lo"] == r["lo"] else ""
+        parts.append(f"{what} {100 * r['estimate']:.0f}%{lo_hi} n={r['n_steps']}/{r['n_episodes']}")
+    return "".join("\n" + p for p in parts)
 
 
 def pd_float(column: pd.Series) -> pd.Series:
@@ -178,7 +182,8 @@ def reduction_boxplot(
     ``reduction`` (0-1). Each box shows its number of steps; the dashed line is the median
     over all the panel's steps, the band its 95% interval from a bootstrap over episodes
     (``episode`` column; each step its own episode without one); a panel title gives the
-    target coverage with its interval and n when ``covered`` is present.
+    evidence and target coverage with their intervals and n when ``evidence_covered`` /
+    ``covered`` are present.
     """
     import matplotlib.pyplot as plt
 
