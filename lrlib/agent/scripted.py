@@ -27,6 +27,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from lrlib.agent.policy import NOOP, Decision, Policy, numbered
 
@@ -241,6 +242,7 @@ def login(m, ns, history):
     return _submit(ns, "Login")
 
 
+@lru_cache(maxsize=1)
 def _rules_hash() -> str:
     source = "".join(inspect.getsource(fn) + p.pattern for p, fn in RULES)
     return hashlib.sha256(source.encode()).hexdigest()[:12]

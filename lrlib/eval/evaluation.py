@@ -35,6 +35,7 @@ from typing import Any
 from lrlib import runinfo
 from lrlib.core.step import Step
 from lrlib.data.horizon import horizon_lines
+from lrlib.data.mfs_sets import mfs_covered, mfs_sets
 from lrlib.eval import intervals, metrics
 from lrlib.reducers import Reducer, get_reducer
 
@@ -216,7 +217,8 @@ def evaluate(reducers: Any, steps: Any, progress: bool = True) -> Any:
     step's metadata (:data:`META`), ``reducer`` (label), the measures of
     :func:`lrlib.eval.metrics.step_metrics` (planning horizons from the episodes among
     ``steps``: pass whole episodes), latency (``cold_latency_s``: as if nothing were
-    cached), failures, token usage, and provenance (``lrlib_version``, ``git_commit``,
+    cached), failures, token usage, MFS coverage where minimal failure sets exist for the
+    steps (``mfs_<policy>``: the whole set kept; :mod:`lrlib.data.mfs_sets`), and provenance (``lrlib_version``, ``git_commit``,
     ``created``, ``model``, ``prompt``, ``prompt_hash``, ``params`` as JSON).
     """
     import pandas as pd
@@ -224,6 +226,7 @@ def evaluate(reducers: Any, steps: Any, progress: bool = True) -> Any:
 
     table, steps = resolve(reducers), as_steps(steps)
     plans = horizon_lines(steps)  # planning horizons, from the episodes among ``steps``
+    mfs = mfs_sets(s.step_id for s in steps)  # minimal failure sets where they exist (lrlib mfs)
     bases = {}
     for label, reducer in table.items():
         prov = runinfo.provenance(**reducer_provenance(reducer))
@@ -238,6 +241,7 @@ def evaluate(reducers: Any, steps: Any, progress: bool = True) -> Any:
             for step, plan in zip(steps, plans, strict=True):
                 result = reducer.reduce(step)
                 rows.append(_row(step, label, reducer, result, bases[label], plan))
+                rows[-1].update(mfs_covered(mfs, step.step_id, result.kept))  # mfs_<policy>
                 bar.update()
     return pd.DataFrame(rows)
 

@@ -1,0 +1,168 @@
+"""MiniWoB++ offline in Debian's chromium through BrowserGym (``pip install -e '.[live]'``).
+
+:class:`MiniWoB` serves the ``miniwob`` package's HTML files on 127.0.0.1, points BrowserGym at
+them and opens one BrowserGym environment per task type, with Playwright given Debian's
+chromium (its own browser download is never used). BrowserGym's chat window (a second
+browser no policy here reads) is replaced by an in-memory record of the messages.
+
+>>> chromium_path("/nonexistent/chromium")
+Traceback (most recent call last):
+...
+FileNotFoundError: no chromium at /nonexistent/chromium; install Debian's (make browser, or apt-get install chromium) or set CHROMIUM
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+CANONICAL_BASE = "http://localhost:8000/"  # BrowserGym's documented MiniWoB address
+
+
+def chromium_path(path: str | None = None) -> str:
+    """The chromium executable: ``path``, ``$CHROMIUM`` or ``/usr/bin/chromium``."""
+    path = path or os.environ.get("CHROMIUM", "/usr/bin/chromium")
+    if not os.access(path, os.X_OK):
+        raise FileNotFoundError(
+            f"no chromium at {path}; install Debian's (make browser, or apt-get install "
+            "chromium) or set CHROMIUM"
+        )
+    return path
+
+
+@lru_cache(maxsize=4)
+def chromium_build(path: str | None = None) -> str:
+    """The browser build, e.g. ``Chromium 150.0.7871.100 built on Debian GNU/Linux 12``."""
+    out = subprocess.run(
+        [chromium_path(path), "--version"], capture_output=True, text=True, timeout=30
+    )
+    return " ".join(out.stdout.split()) or "unknown"
+
+
+def missing_packages() -> list[str]:
+    """The live extra's packages that are not installed (empty when ``lrlib live`` can run)."""
+    from importlib.util import find_spec
+
+    need = {"browsergym.miniwob": "browsergym-miniwob", "miniwob": "miniwob",
+            "browsergym.experiments": "browsergym-experiments"}  # fmt: skip
+    out = []
+    for mod, pkg in need.items():
+        try:
+            found = find_spec(mod) is not None
+        except ModuleNotFoundError:
+            found = False
+        if not found:
+            out.append(pkg)
+    return out
+
+
+class MissingExtra(LookupError):
+    """The live extra is not installed (a user error: the message says what to install)."""
+
+
+class _Chat:
+    """Stands in for BrowserGym's chat window: the messages, no browser."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self.recording_start_time = None
+
+    def add_message(self, role: str, msg: str) -> None:
+        self.messages.append({"role": role, "message": msg, "timestamp": time.time()})
+
+    def close(self) -> None:
+        pass
+
+    def wait_for_user_message(self) -> None:
+        pass
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class MiniWoB:
+    """MiniWoB++ environments (module doc); a context manager that stops its server and
+    browsers on exit. ``base`` reuses a server already running (parallel workers)."""
+
+    def __init__(self, chromium: str | None = None, base: str | None = None) -> None:
+        missing = missing_packages()
+        if missing:
+            raise MissingExtra(f"lrlib live needs {', '.join(missing)}: pip install -e '.[live]'")
+        self.chromium = chromium_path(chromium)
+        self.browser_build = chromium_build(self.chromium)
+        self._server: subprocess.Popen | None = None
+        self.base = base or self._serve()
+        os.environ["MINIWOB_URL"] = self.base + "miniwob/"
+        import browsergym.core.env as bgenv
+        import browsergym.miniwob  # noqa: F401  (registers the tasks)
+        from browsergym.core.action.highlevel import HighLevelActionSet
+
+        bgenv.Chat = _Chat  # the module's public name; no second browser
+        self.actions = HighLevelActionSet(subsets=["bid", "nav"], strict=False, multiaction=False)
+        self._envs: dict[str, Any] = {}
+
+    def _serve(self) -> str:
+        import miniwob
+
+        html = Path(miniwob.__file__).parent / "html"
+        port = _free_port()
+        cmd = [sys.executable, "-m", "http.server", str(port), "-d", str(html), "-b", "127.0.0.1"]
+        self._server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        return f"http://127.0.0.1:{port}/"
+
+    def env(self, task: str) -> Any:
+        """The BrowserGym environment of MiniWoB++ task ``task`` (e.g. ``click-button``)."""
+        if task not in self._envs:
+            import gymnasium as gym
+
+            self._envs[task] = gym.make(
+                f"browsergym/miniwob.{task}",
+                headless=True,
+                action_mapping=self.actions.to_python_code,
+                pw_chromium_kwargs={"executable_path": self.chromium},
+            )
+        return self._envs[task]
+
+    def close_env(self, task: str) -> None:
+        """Close task ``task``'s environment (the next :meth:`env` opens a fresh one)."""
+        env = self._envs.pop(task, None)
+        if env is not None:
+            with contextlib.suppress(Exception):
+                env.close()
+
+    def canonical(self, text: str) -> str:
+        """``text`` with the local server address written as BrowserGym's documented one."""
+        return text.replace(self.base, CANONICAL_BASE)
+
+    def close(self) -> None:
+        """Close every environment and stop the server."""
+        for env in self._envs.values():
+            with contextlib.suppress(Exception):  # a dead browser must not keep the server up
+                env.close()
+        self._envs.clear()
+        if self._server is not None:
+            self._server.terminate()
+            self._server.wait()
+            self._server = None
+
+    def __enter__(self) -> MiniWoB:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
