@@ -105,7 +105,7 @@ click('bid')
 fill('bid', 'text')
 select_option('bid', 'option text')
 noop()
-Answer with JSON only: {"lines": [the line numbers you relied on], "action": "the action"}."""
+Answer with JSON only: {"action": "the action", "lines": [the line numbers you relied on]}."""
 
 ACTION = re.compile(
     r"^\s*(click|fill|select_option|noop|hover|press|focus|clear|check|uncheck)\(.*\)\s*$", re.S
@@ -119,14 +119,36 @@ SCHEMA = {
         "schema": {
             "type": "object",
             "properties": {
-                "lines": {"type": "array", "items": {"type": "integer"}, "maxItems": 12},
                 "action": {"type": "string", "maxLength": 200},
+                "lines": {"type": "array", "items": {"type": "integer"}, "maxItems": 12},
             },
-            "required": ["lines", "action"],
+            "required": ["action", "lines"],
             "additionalProperties": False,
         },
     },
 }
+
+
+def response_format(text: str, numbers: Sequence[int] | None = None) -> dict[str, Any]:
+    """:data:`SCHEMA` narrowed to this observation: the action is a click on one of its
+    bids, a fill of one, ``select_option`` on one, or ``noop()``; the lines are among its
+    line numbers. (A small model then cannot answer outside the page.)
+
+    >>> f = response_format("[13] button 'no'\\n[15] button 'Ok'")
+    >>> f["json_schema"]["schema"]["properties"]["action"]["anyOf"][0]["enum"]
+    ["click('13')", "click('15')", 'noop()']
+    """
+    bids = re.findall(r"^\s*\[([^\]\s']+)\]", text, re.M)
+    nums = [n for n, _ in numbered(text, numbers)]
+    alt = "|".join(re.escape(b) for b in bids) or "none"
+    action = {"anyOf": [
+        {"type": "string", "enum": [f"click('{b}')" for b in bids] + [NOOP]},
+        {"type": "string", "pattern": f"^(fill|select_option)\\('({alt})', '[^'\\n]{{0,80}}'\\)$"},
+    ]}  # fmt: skip
+    lines = {"type": "array", "items": {"type": "integer", "enum": nums[:2000]}, "maxItems": 12}
+    fmt = json.loads(json.dumps(SCHEMA))
+    fmt["json_schema"]["schema"]["properties"] = {"action": action, "lines": lines}
+    return dict(fmt)
 
 
 def messages(
@@ -202,7 +224,8 @@ class LLMPolicy(Policy):
 
     @property
     def prompt_hash(self) -> str:
-        blob = json.dumps([SYSTEM, SCHEMA if self.json_mode else None], sort_keys=True)
+        fmt = response_format("[b] x") if self.json_mode else None  # the schema's shape
+        blob = json.dumps([SYSTEM, fmt], sort_keys=True)
         return sha256(blob.encode()).hexdigest()[:12]
 
     def act(
@@ -216,7 +239,7 @@ class LLMPolicy(Policy):
         start = time.perf_counter()
         completion = self.client.complete(
             msgs,
-            response_format=SCHEMA if self.json_mode else None,
+            response_format=response_format(text, numbers) if self.json_mode else None,
             prompt_name="policy",
             prompt_hash=self.prompt_hash,
         )
