@@ -74,7 +74,12 @@ def plan(args: argparse.Namespace) -> str:
     specs = plan_episodes(reducers, tasks, range(args.seeds))
     todo = sum(done(_out(args), s, args.policy) is None for s in specs)
     per = 3.0 if args.policy == "scripted" else 90.0  # seconds per episode measured here
-    model = "no model" if args.policy == "scripted" else "CALLS A MODEL for every uncached step"
+    if args.policy == "scripted":
+        model = "no model"
+    else:
+        from lrlib.agent.policies import get_policy
+
+        model = f"{get_policy(args.policy).model}: CALLS A MODEL for every uncached step"
     return (f"{len(specs)} episodes ({len(reducers)} reducers x {len(tasks)} task types x "
             f"{args.seeds} seeds), {len(specs) - todo} already recorded; policy {args.policy} "
             f"({model}); {chromium_build(args.chromium)}; about {todo * per / max(1, args.jobs) / 60:.0f} min; "
