@@ -172,6 +172,7 @@ def run_steps(
                     rows.append(result_row(step, await reducer.areduce(step)))
                 finally:
                     waiting[0] -= 1
+                bar.set_postfix_str(f"waiting on {waiting[0]}", refresh=False)
                 bar.update(1)
         return rows
 
