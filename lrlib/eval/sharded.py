@@ -200,13 +200,21 @@ def summary_columns(frame: pd.DataFrame) -> pd.DataFrame:
     >>> list(summary_columns(f).columns), str(summary_columns(f)["episode"].dtype)
     (['reducer', 'episode', 'covered'], 'category')
     """
+    import numpy as np
     import pandas as pd
 
     out = frame.drop(columns=[c for c in _DROP if c in frame.columns])
     for col in out.columns:
-        values = out[col].dropna()
-        if pd.api.types.is_string_dtype(out[col]) and all(isinstance(v, str) for v in values):
-            out[col] = out[col].astype("category")
+        series = out[col]
+        values = series.dropna()
+        if series.dtype == object and values.empty:  # nothing measured (usage of offline reducers)
+            out[col] = series.astype("float32")
+        elif series.dtype == object and all(isinstance(v, bool | np.bool_) for v in values):
+            out[col] = series.astype("boolean")  # True/False/missing, 2 bytes instead of 33
+        elif pd.api.types.is_string_dtype(series) and all(isinstance(v, str) for v in values):
+            out[col] = series.astype("category")
+        elif series.dtype == np.int64 and (values.empty or values.abs().max() < 2**31):
+            out[col] = series.astype(np.int32)
     return out
 
 
