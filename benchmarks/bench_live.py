@@ -76,6 +76,10 @@ def main() -> int:
         "packages")}, default=str))  # fmt: skip
     table.to_csv(out / "summary.csv", index=False)
     lat_table.to_csv(out / "latency.csv", index=False)
+    episodes_frame(results).to_csv(out / "episodes.csv", index=False)
+    (out / "provenance.json").write_text(json.dumps(prov, indent=1, default=str) + "\n")
+    print(f"written: {out}/summary.csv, latency.csv, episodes.csv, provenance.json "
+          "(copy them to data/live/<policy>/ to ship them with notebook 07)")  # fmt: skip
     return 0
 
 

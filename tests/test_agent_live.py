@@ -61,6 +61,9 @@ def test_success_follows_offline_coverage(live_run):
     assert bm25["agreement"] == 1.0 and bm25["agreement_n"] == 4
     assert bm25["success"] == bm25["episode_cov"]
     assert bm25["success"] < 1.0  # the test would not see a broken comparison otherwise
+    assert (
+        0 <= bm25["episode_mfs_cov"] <= 1 and bm25["mfs_agreement_n"] == 4
+    )  # scripted: its own sets
 
 
 def test_recorded_in_agentlab_layout_that_import_traces_reads(live_run, tmp_path):

@@ -89,8 +89,11 @@ def reference_steps(
     return steps
 
 
-def offline_coverage(steps: Sequence[Step], reducers: Sequence[str]) -> Any:
-    """One row per (reducer, step): target and evidence coverage of the reducer's kept lines."""
+def offline_coverage(
+    steps: Sequence[Step], reducers: Sequence[str], mfs: dict[str, list[int]] | None = None
+) -> Any:
+    """One row per (reducer, step): target and evidence coverage of the reducer's kept lines,
+    and with ``mfs`` (step_id -> minimal failure set) whether it keeps the whole set."""
     import pandas as pd
 
     rows = []
@@ -102,7 +105,8 @@ def offline_coverage(steps: Sequence[Step], reducers: Sequence[str]) -> Any:
             rows.append({"reducer": spec, "task": s.meta["task"].removeprefix("miniwob."),
                          "seed": s.meta["seed"], "step_id": s.step_id,
                          "target": covers(s, r.kept), "evidence": covers_evidence(s, r.kept),
-                         "reduction": r.reduction})  # fmt: skip
+                         "reduction": r.reduction,
+                         "mfs": (set(mfs[s.step_id]) <= set(r.kept)) if mfs and s.step_id in mfs else None})  # fmt: skip
     return pd.DataFrame(rows)
 
 
@@ -110,11 +114,16 @@ def coverage_table(cov: Any) -> Any:
     """Per reducer: step target/evidence coverage and episode coverage, 95% over task types."""
     import pandas as pd
 
-    cov = cov.assign(target=cov["target"].astype(float), evidence=cov["evidence"].astype(float))
-    ep = cov.groupby(["reducer", "task", "seed"], sort=False, as_index=False)["target"].min()
+    cov = cov.assign(target=cov["target"].astype(float), evidence=cov["evidence"].astype(float),
+                     mfs=cov["mfs"].astype(float))  # fmt: skip
+    ep = cov.groupby(["reducer", "task", "seed"], sort=False, as_index=False)[
+        ["target", "mfs"]
+    ].min()
     parts = []
     for frame, col, name in ((cov, "target", "target_cov"), (cov, "evidence", "evidence_cov"),
-                             (ep, "target", "episode_cov")):  # fmt: skip
+                             (ep, "target", "episode_cov"), (ep, "mfs", "episode_mfs_cov")):  # fmt: skip
+        if frame[col].isna().all():
+            continue
         b = bootstrap(frame, col, by="reducer", cluster="task")
         parts.append(b.rename(columns={"estimate": name, "lo": f"{name}_lo", "hi": f"{name}_hi",
                                        "n_steps": f"{name}_n"}).drop(columns="n_episodes"))  # fmt: skip
@@ -125,11 +134,12 @@ def coverage_table(cov: Any) -> Any:
     return out.merge(pd.DataFrame(red).reset_index(), on="reducer")
 
 
-def agreement(episodes: Any, cov: Any) -> Any:
-    """Per reducer: share of episodes where live success equals offline episode coverage."""
-    ep = cov.groupby(["reducer", "task", "seed"], as_index=False)["target"].min()
-    m = episodes.merge(ep, on=["reducer", "task", "seed"])
-    m["agree"] = (m["success"].astype(bool) == m["target"].astype(bool)).astype(float)
+def agreement(episodes: Any, cov: Any, column: str = "target") -> Any:
+    """Per reducer: share of episodes where live success equals offline episode coverage
+    (``column``: ``target``, or ``mfs`` for minimal-failure-set coverage)."""
+    ep = cov.groupby(["reducer", "task", "seed"], as_index=False)[column].min()
+    m = episodes.merge(ep.dropna(), on=["reducer", "task", "seed"])
+    m["agree"] = (m["success"].astype(bool) == m[column].astype(bool)).astype(float)
     return m.groupby("reducer", sort=False)["agree"].agg(["mean", "size"]).reset_index()
 
 
@@ -143,12 +153,19 @@ def summarise(results: Sequence[dict[str, Any]], out: Path, policy: str) -> Any:
     if "full" in reducers:
         steps = reference_steps(out, policy, tasks, seeds)
         if steps:
-            cov = offline_coverage(steps, reducers)
+            sets = None
+            if policy == "scripted":  # free to ask: the same policy's minimal failure sets
+                from lrlib.agent.mfs import build_mfs
+                from lrlib.agent.scripted import ScriptedPolicy
+
+                sets = {s.step_id: build_mfs(s, ScriptedPolicy()).mfs for s in steps}
+            cov = offline_coverage(steps, reducers, sets)
             table = table.merge(coverage_table(cov), on="reducer", how="left")
-            agree = agreement(episodes, cov).rename(
-                columns={"mean": "agreement", "size": "agreement_n"}
-            )
-            table = table.merge(agree, on="reducer", how="left")
+            for column, name in (("target", "agreement"), ("mfs", "mfs_agreement")):
+                if cov[column].notna().any():
+                    agree = agreement(episodes, cov, column)
+                    agree.columns = ["reducer", name, f"{name}_n"]
+                    table = table.merge(agree, on="reducer", how="left")
     lat = step_latencies(results)
     if len(lat):
         med = lat.groupby("reducer", sort=False)[["reduction_s", "policy_s", "browser_s"]].median()
@@ -156,3 +173,22 @@ def summarise(results: Sequence[dict[str, Any]], out: Path, policy: str) -> Any:
         med.columns = [c.replace("_s_ms", "_ms") for c in med.columns]
         table = table.merge(med, on="reducer", how="left")
     return table
+
+
+def plot_success_vs_coverage(table: Any, title: str = "") -> Any:
+    """Live success (y) against offline episode coverage (x), one point per reducer, both with
+    their 95% intervals; the diagonal is "success follows coverage". Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.2, 4.6))
+    for _, r in table.iterrows():
+        ax.errorbar(r["episode_cov"], r["success"],
+                    xerr=[[r["episode_cov"] - r["episode_cov_lo"]], [r["episode_cov_hi"] - r["episode_cov"]]],
+                    yerr=[[r["success"] - r["success_lo"]], [r["success_hi"] - r["success"]]],
+                    fmt="o", capsize=3, label=f"{r['reducer']} (n={int(r['n_episodes'])})")  # fmt: skip
+    ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--")
+    ax.set(xlim=(-0.02, 1.02), ylim=(-0.02, 1.02), xlabel="offline episode coverage (all targets kept)",
+           ylabel="live success rate", title=title or "live success vs offline coverage")  # fmt: skip
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return fig
