@@ -84,6 +84,17 @@ class _Chat:
         pass
 
 
+# http.server, but pages and scripts declared UTF-8: MiniWoB's pages carry no charset, and
+# without one Chromium reads them as windows-1252 (unicode-test's "确定" became "ç¡®å®š")
+_SERVER = """import functools, http.server, sys
+H = http.server.SimpleHTTPRequestHandler
+H.extensions_map = {**H.extensions_map, ".html": "text/html; charset=utf-8",
+                    ".js": "text/javascript; charset=utf-8"}
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])),
+                                functools.partial(H, directory=sys.argv[2])).serve_forever()
+"""
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -116,7 +127,7 @@ class MiniWoB:
 
         html = Path(miniwob.__file__).parent / "html"
         port = _free_port()
-        cmd = [sys.executable, "-m", "http.server", str(port), "-d", str(html), "-b", "127.0.0.1"]
+        cmd = [sys.executable, "-c", _SERVER, str(port), str(html)]
         self._server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for _ in range(100):
             try:
