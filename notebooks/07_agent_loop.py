@@ -70,8 +70,8 @@ _ = plots.save(fig, "live_success_vs_coverage")
 #
 # * for **bm25** and **program**, live success equals offline episode coverage on 98% and
 #   100% of the episodes: when they fail, they dropped a line the policy needed;
-# * **learned** succeeds less often than its offline coverage says (66% [45, 87] against
-#   87% [71, 100]; agreement 79%): after the first action it drops lines that show the
+# * **learned** succeeds less often than its offline coverage says (67% [46, 88] against
+#   88% [71, 100]; agreement 79%): after the first action it drops lines that show the
 #   page's *state* (the radio just ticked, the second password field), which the policy
 #   checks before it submits and which are neither the target nor its evidence. Its
 #   minimal-failure-set coverage (`episode_mfs_cov`, with this policy's sets) comes closer.
