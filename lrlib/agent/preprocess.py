@@ -34,9 +34,13 @@ generic agent's preprocessor so the prompt sees the reduced tree::
         def make_agent(self):
             return ReducedGenericAgent(self.chat_model_args, self.flags, self.max_retry)
 
-(``obs["lrlib"]`` is saved with every step; ``lrlib import-traces`` reads the full tree only
-when the agent keeps it, e.g. as ``obs["axtree_txt_full"]``; keep ``axtree_txt`` full and
-pass ``out.text`` through the flags instead if you need offline re-scoring.)
+(Written against AgentLab's ``GenericAgent`` source: ``obs_preprocessor(obs)``, ``self.actions``,
+``GenericAgentArgs.make_agent``; not run here, AgentLab is not installed. On MiniWoB AgentLab
+also shows the HTML, ``flags.obs.use_html``, which this does not reduce.)
+``obs["lrlib"]`` is saved with every step. ``lrlib import-traces`` reads ``obs["axtree_txt"]``,
+so runs recorded this way import the *reduced* trees; to score other reducers offline on the
+same steps, keep the full tree there (``lrlib live`` does, with the policy's view in
+``agent_info``).
 """
 
 from __future__ import annotations
