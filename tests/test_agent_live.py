@@ -88,7 +88,7 @@ def test_provenance_and_latencies(live_run):
     assert len(prov["prompt_hash"]) == 12 and prov["packages"]["browsergym-core"]
     assert prov["lrlib_version"] and "git_commit" in prov
     for s in summary["steps"]:
-        assert 0 <= s["reduction_s"] < 1 and s["browser_s"] >= 0 and s["policy_s"] >= 0
+        assert 0 <= s["reduction_s"] < 5 and s["browser_s"] >= 0 and s["policy_s"] >= 0
 
 
 def test_resumes_without_replaying(live_run):
