@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from lrlib.agent.live import MAX_STEPS, REDUCERS, TASKS, done, plan_episodes
@@ -103,5 +104,9 @@ def run(args: argparse.Namespace) -> int:
     (out / "summary.md").write_text(markdown_table(table) + "\n\nprovenance: "
                                     + json.dumps(prov, default=str) + "\n")  # fmt: skip
     print(markdown_table(table))
+    full = table[table["reducer"] == "full"]
+    if args.policy == "scripted" and len(full) and float(full["success"].iloc[0]) < 1.0:
+        print("lrlib live: WARNING: the scripted policy failed with the full observation: the loop "
+              "is broken here (see err_msg in episodes.csv)", file=sys.stderr)  # fmt: skip
     print(f"written: {out / 'summary.md'}, summary.csv, episodes.csv")
     return 0
