@@ -66,9 +66,13 @@ fig3_png = plots.reduction_boxplot(
 # its ancestors: the upper bound of what the coverage metric can reward.
 #
 # Every panel carries its uncertainty: the red band is the 95% interval of the median
-# reduction and the title gives the target coverage with its interval and n (steps /
-# episodes), both from a bootstrap over whole episodes (`lrlib.eval.intervals`; notebook 05
-# explains how to read them). Boxes with a handful of steps show a spread, not a trend.
+# reduction and the title gives the evidence coverage (everything the recorded action
+# needs is still readable, `lrlib.data.evidence`) and the target coverage, each with its
+# interval and n (steps / episodes), all from a bootstrap over whole episodes
+# (`lrlib.eval.intervals`; notebook 05 explains how to read them). The table below leads
+# with evidence coverage too, with the planning horizon (the targets of the next two
+# recorded steps already on the page) beside it. Boxes with a handful of steps show a
+# spread, not a trend.
 
 # %%
 steps = data.load_steps(split=SPLIT, limit=N_STEPS)
