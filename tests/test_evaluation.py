@@ -181,8 +181,8 @@ def test_cli_evaluate_writes_rows_and_prints_a_table(steps, tmp_path, monkeypatc
 
     calls = {}
 
-    def fake_load_steps(split=None, benchmark=None, limit=None):
-        calls.update(split=split, benchmark=benchmark, limit=limit)
+    def fake_load_steps(split=None, benchmark=None, limit=None, path=None):
+        calls.update(split=split, benchmark=benchmark, limit=limit, path=path)
         return steps[:limit] if limit else steps
 
     monkeypatch.setattr(data, "load_steps", fake_load_steps)
@@ -202,7 +202,8 @@ def test_cli_evaluate_writes_rows_and_prints_a_table(steps, tmp_path, monkeypatc
             "--curves",
         ]
     )
-    assert code == 0 and calls == {"split": "validation", "benchmark": None, "limit": 2}
+    assert code == 0
+    assert calls == {"split": "validation", "benchmark": None, "limit": 2, "path": None}
     frame = pd.read_csv(out)
     assert len(frame) == 3 * 2 and set(frame.reducer) == {"full", "program", "truncate:budget=200"}
     printed = capsys.readouterr().out
