@@ -340,3 +340,12 @@ def test_bars_show_on_a_zero_size_pseudo_terminal(tmp_path):
     text = log.read_text(errors="replace")
     assert proc.returncode == 0, text[-1000:]
     assert re.search(r"evaluate: +100%\|.*\| 3/3", text), text[-1000:]
+
+
+@pytest.mark.parametrize("command", ["mfs", "live"])
+def test_agent_commands_refuse_the_shipped_data(capsys, command):
+    """`lrlib mfs` / `lrlib live` add to their --out: never into data/ unless told to."""
+    target = paths.shipped_data_dir() / command / "mine"
+    line = one_line_error(capsys, [command, "--out", str(target)])
+    assert "shipped" in line and "--overwrite-shipped" in line
+    assert not target.exists()

@@ -42,6 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--out", type=Path, default=None,
                         help="results folder (default <results dir>/live/<policy>)")  # fmt: skip
+    parser.add_argument("--overwrite-shipped", action="store_true",
+                        help="allow --out inside the shipped data/ (maintainers)")  # fmt: skip
 
 
 def _choices(args: argparse.Namespace) -> tuple[list[str], list[str]]:
@@ -62,7 +64,21 @@ def _choices(args: argparse.Namespace) -> tuple[list[str], list[str]]:
 
 
 def _out(args: argparse.Namespace) -> Path:
-    return args.out or results_dir() / "live" / args.policy
+    out = args.out or results_dir() / "live" / args.policy
+    _refuse_shipped(out, getattr(args, "overwrite_shipped", False))
+    return out
+
+
+def _refuse_shipped(out: Path, allowed: bool) -> None:
+    """Results go to the user's area; adding to the repository's shipped ``data/`` (what a
+    maintainer does to ship a run) needs ``--overwrite-shipped``."""
+    from lrlib.paths import is_shipped
+
+    if is_shipped(out) and not allowed:
+        raise FileExistsError(
+            f"{out} is in the repository's shipped, tracked data/: choose another --out, or "
+            "pass --overwrite-shipped (maintainers shipping a run)"
+        )
 
 
 def plan(args: argparse.Namespace) -> str:

@@ -32,6 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=int, default=None, help="at most N steps")
     parser.add_argument("--out", type=Path, default=None,
                         help="MFS file (default <results dir>/mfs/mfs_<policy>.jsonl)")  # fmt: skip
+    parser.add_argument("--overwrite-shipped", action="store_true",
+                        help="allow --out inside the shipped data/ (maintainers)")  # fmt: skip
 
 
 def _policy(args: argparse.Namespace) -> Any:
@@ -64,7 +66,21 @@ def _steps(args: argparse.Namespace) -> list[Any]:
 
 
 def _out(args: argparse.Namespace, policy: Any) -> Path:
-    return args.out or results_dir() / "mfs" / f"mfs_{label(policy)}.jsonl"
+    out = args.out or results_dir() / "mfs" / f"mfs_{label(policy)}.jsonl"
+    _refuse_shipped(out, getattr(args, "overwrite_shipped", False))
+    return out
+
+
+def _refuse_shipped(out: Path, allowed: bool) -> None:
+    """Results go to the user's area; adding to the repository's shipped ``data/`` (what a
+    maintainer does to ship a run) needs ``--overwrite-shipped``."""
+    from lrlib.paths import is_shipped
+
+    if is_shipped(out) and not allowed:
+        raise FileExistsError(
+            f"{out} is in the repository's shipped, tracked data/: choose another --out, or "
+            "pass --overwrite-shipped (maintainers shipping a run)"
+        )
 
 
 def plan(args: argparse.Namespace) -> str:
