@@ -95,3 +95,11 @@ def test_resumes_without_replaying(live_run):
     out, first, again, stamps = live_run
     assert stamps and {p: p.stat().st_mtime for p in out.glob("*/summary_info.json")} == stamps
     assert again < first
+
+
+def test_leaves_no_event_loop_behind(live_run):
+    """The browsers ran in worker processes: this process can still run asyncio and another
+    Playwright (BrowserGym's process-wide Playwright would have left a loop "running")."""
+    import asyncio
+
+    assert asyncio.run(asyncio.sleep(0, result="ok")) == "ok"

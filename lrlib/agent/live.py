@@ -24,10 +24,12 @@ reducer's successful episodes), computed by :mod:`lrlib.eval.metrics` on the rec
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import re
 import time
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -274,22 +276,22 @@ def run_live(
             todo.append(i)
     bar = tqdm(total=len(specs), initial=len(results), desc="episodes", unit="ep",
                disable=not progress)  # fmt: skip
-    with MiniWoB(chromium=chromium) as mw:
-        if jobs <= 1 or len(todo) <= 1:
-            policy = get_policy(policy_name, **policy_kw)
-            for i in todo:
-                results[i] = _play(mw, specs[i], policy, out, max_steps)
-                bar.update()
-        else:
-            import multiprocessing as mp
-            from concurrent.futures import ProcessPoolExecutor, as_completed
-
-            ctx = mp.get_context("spawn")
-            with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_worker_init,
-                                     initargs=(mw.base, chromium, policy_name, policy_kw)) as pool:  # fmt: skip
-                futures = {pool.submit(_worker_run, specs[i], str(out), max_steps): i for i in todo}
-                for f in as_completed(futures):
-                    results[futures[f]] = f.result()
-                    bar.update()
+    get_policy(policy_name, **policy_kw)  # a bad policy fails here, before any browser
+    # the browsers always run in worker processes, also for one job: BrowserGym keeps a
+    # process-wide Playwright whose event loop would stay "running" in the caller (then
+    # asyncio.run, a notebook's loop or another Playwright fail in that process)
+    with (
+        MiniWoB(chromium=chromium) as mw,
+        ProcessPoolExecutor(
+            max(1, min(jobs, len(todo))),
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_worker_init,
+            initargs=(mw.base, chromium, policy_name, policy_kw),
+        ) as pool,
+    ):
+        futures = {pool.submit(_worker_run, specs[i], str(out), max_steps): i for i in todo}
+        for f in as_completed(futures):
+            results[futures[f]] = f.result()
+            bar.update()
     bar.close()
     return [results[i] for i in range(len(specs))]
