@@ -24,6 +24,7 @@ from lrlib.eval.evaluation import (
     markdown_table,
     parse_spec,
 )
+from lrlib.report import evaluate_scale
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,6 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also sweep each reducer's knob and write the curves next to it",
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    evaluate_scale.add_arguments(parser)  # --jobs, --backend (large files: by episode)
 
 
 def _steps(args: argparse.Namespace) -> list[Any]:
@@ -126,6 +128,8 @@ def plan(args: argparse.Namespace) -> str:
     vectors computed) named up front, before anything starts."""
     from lrlib.report.run_command import EMBEDDED_SECONDS_PER_ANSWER, duration
 
+    if evaluate_scale.applies(args):  # a large file (or --jobs/--backend): read by episode
+        return evaluate_scale.plan(args)
     steps, table, work = _steps(args), _reducers(args), _model_work(args)
     n = len(steps)
     where = f"the {args.split} split" if args.split else "every split"
@@ -166,6 +170,8 @@ def run(args: argparse.Namespace) -> int:
     from lrlib import paths
     from lrlib.report.tables import interval_table
 
+    if evaluate_scale.applies(args):
+        return evaluate_scale.run(args)
     steps, table, work = _steps(args), _reducers(args), _model_work(args)
     plain = {label: r for label, r in table.items() if label not in work}
     frames = [evaluate(plain, steps, progress=not args.no_progress)] if plain else []

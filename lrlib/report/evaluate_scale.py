@@ -4,11 +4,13 @@ come; :mod:`lrlib.report.evaluate_command` hands its work here when it applies
 (:func:`applies`: no model-backed reducer, no knob sweep).
 
 ``--jobs`` (default: every core once the selection has :data:`PARALLEL_FROM` steps or more;
-fewer run in this process, where starting workers costs more than it saves) and
-``--backend`` (``loky``; ``ray`` for a Ray cluster, ``$RAY_ADDRESS`` or a local one).
+smaller selections keep the command's in-memory path, where starting workers would cost
+more than it saves) and ``--backend`` (``loky``; ``ray`` for a Ray cluster,
+``$RAY_ADDRESS`` or a local one). Rows are written shard by shard (whole episodes, each
+shard reducer by reducer), not sorted by reducer over the whole file.
 
->>> ns = argparse.Namespace(reducers="program;bm25", curves=False)
->>> applies(ns), applies(argparse.Namespace(reducers="lineretriever", curves=False))
+>>> ns = argparse.Namespace(reducers="program;bm25", curves=False, jobs=2)
+>>> applies(ns), applies(argparse.Namespace(reducers="lineretriever", curves=False, jobs=2))
 (True, False)
 """
 
@@ -49,10 +51,16 @@ def _specs(args: argparse.Namespace) -> list[str]:
 
 
 def applies(args: argparse.Namespace) -> bool:
-    """True when every reducer is offline (no cached-answer replay) and no curves are asked."""
+    """True when every reducer is offline (no cached-answer replay), no curves are asked,
+    and either ``--jobs`` / a backend other than ``loky`` is given or the selection has
+    :data:`PARALLEL_FROM` steps or more (smaller ones keep the in-memory path)."""
     if getattr(args, "curves", False):
         return False
-    return all(parse_spec(s)[0] not in LLM_REDUCERS for s in _specs(args))
+    if any(parse_spec(s)[0] in LLM_REDUCERS for s in _specs(args)):
+        return False
+    if getattr(args, "jobs", None) is not None or getattr(args, "backend", "loky") != "loky":
+        return True
+    return _counts(args)[0] >= PARALLEL_FROM
 
 
 def _path(args: argparse.Namespace) -> Path:
@@ -64,8 +72,12 @@ def _path(args: argparse.Namespace) -> Path:
 def _counts(args: argparse.Namespace) -> tuple[int, int]:
     if getattr(args, "counts", None) is None:
         from lrlib.data import store
+        from lrlib.data.dataset import missing_dataset
 
-        n, eps = store.count_rows(_path(args), split=args.split, benchmark=args.benchmark)
+        path = _path(args)
+        if not path.is_file():
+            raise FileNotFoundError(missing_dataset(path))
+        n, eps = store.count_rows(path, split=args.split, benchmark=args.benchmark)
         if args.limit is not None:
             n = min(n, args.limit)
         if not n:

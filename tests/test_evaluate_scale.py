@@ -1,0 +1,75 @@
+"""`lrlib evaluate` on a file read episode by episode, in worker processes, with the plan
+line first (lrlib.report.evaluate_scale), and the WebLINX-BG fixture end to end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from lrlib.cli import main
+from lrlib.data import weblinx
+
+FIXTURE = Path(__file__).parent / "fixtures" / "weblinx_bg"
+
+
+def test_weblinx_fixture_imports_and_evaluates_from_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "wl.parquet"
+    assert main(["import-weblinx", str(FIXTURE), "-o", str(data), "-q"]) == 0
+    out = tmp_path / "rows.csv.gz"
+    argv = ["evaluate", "--data", str(data), "--split", "all", "--reducers",
+            "full;program;learned;bm25", "--out", str(out), "--no-progress", "--jobs", "2"]  # fmt: skip
+    assert main(argv) == 0
+    cap = capsys.readouterr()
+    assert (
+        "lrlib evaluate: 4 reducers x 7 steps of every split of wl.parquet, in 2 processes"
+        in cap.err
+    )
+    rows = pd.read_csv(out)
+    assert len(rows) == 28 and set(rows["benchmark"]) == {"weblinx"}
+    assert "| program |" in cap.out and "7 steps; per-step rows written to" in cap.out
+
+
+def test_small_selection_runs_in_process_and_bad_backend_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "rows.csv.gz"
+    argv = ["evaluate", "--reducers", "full;bm25", "--limit", "20", "--out", str(out),
+            "--no-progress"]  # fmt: skip
+    assert main(argv) == 0  # below PARALLEL_FROM: the in-memory path, as before
+    assert "of observations.jsonl.gz" not in capsys.readouterr().err
+    assert main([*argv, "--jobs", "1"]) == 0
+    assert "x 20 steps of the validation split of observations.jsonl.gz, in this process" in (
+        capsys.readouterr().err
+    )
+    assert len(pd.read_csv(out)) == 40
+    with pytest.raises(SystemExit) as exit_:
+        main(["evaluate", "--backend", "dask"])
+    assert exit_.value.code == 2
+    assert "invalid choice: 'dask'" in capsys.readouterr().err
+
+
+def test_lineretriever_keeps_the_replay_path(capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+
+    from lrlib.report import evaluate_scale
+
+    ns = argparse.Namespace(reducers="full;lineretriever", curves=False, jobs=2)
+    assert not evaluate_scale.applies(ns)
+    assert not evaluate_scale.applies(argparse.Namespace(reducers="full", curves=True, jobs=2))
+
+
+def test_weblinx_rows_are_scored_on_real_targets(tmp_path: Path) -> None:
+    from lrlib.eval.sharded import evaluate_file
+
+    data = tmp_path / "wl.parquet"
+    weblinx.import_weblinx(FIXTURE, data)
+    kept = evaluate_file(["full", "truncate:budget=50"], data, tmp_path / "r.parquet",
+                         jobs=1, progress=False)  # fmt: skip
+    full = kept[kept.reducer == "full"]
+    assert full["covered"].dropna().astype(bool).all() and len(full) == 7
+    cut = kept[kept.reducer == "truncate:budget=50"]
+    assert not cut["covered"].dropna().astype(bool).all()  # targets past the budget are lost
