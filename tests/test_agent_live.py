@@ -103,3 +103,22 @@ def test_leaves_no_event_loop_behind(live_run):
     import asyncio
 
     assert asyncio.run(asyncio.sleep(0, result="ok")) == "ok"
+
+
+def test_agentlab_loader_finds_every_episode(live_run):
+    """BrowserGym's result loader (what AgentLab's load_result_df and AgentXray call) lists
+    every recorded episode with its task, seed, agent and summary, and reads its steps."""
+    from browsergym.experiments.loop import yield_all_exp_results
+
+    out = live_run[0]
+    summaries = sorted(out.glob("**/summary_info.json"))
+    results = list(yield_all_exp_results(out, progress_fn=None, use_cache=False))
+    assert len(results) == len(summaries) > 0
+    for result in results:
+        record = result.get_exp_record()
+        assert record["env_args.task_name"].split(".")[1] in TASKS.split(",")
+        assert record["agent_args.agent_name"].startswith("lrlib-scripted-")
+        assert record["agent_args.reducer"] in REDUCERS.split(";")
+        assert record["n_steps"] >= 1 and "cum_reward" in record
+        first = result.get_step_info(0)
+        assert first.obs["axtree_txt"].startswith("RootWebArea")

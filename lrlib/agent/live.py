@@ -125,6 +125,12 @@ def run_episode(
     pre = ObsPreprocessor(name, **params)
     folder = episode_dir(out, spec.reducer, policy.name, spec.task, spec.seed)
     folder.mkdir(parents=True, exist_ok=True)
+    from lrlib.agent.exp_args import exp_args, write_exp_args
+
+    described = exp_args(spec.task, spec.seed, max_steps=max_steps, policy=policy.name,
+                         policy_model=getattr(policy, "model", None), reducer=spec.reducer,
+                         reducer_params=pre.reducer.params, exp_dir=folder)  # fmt: skip
+    write_exp_args(folder, described)  # first, as BrowserGym does: AgentXray lists it at once
     env = mw.env(spec.task)
     start = time.perf_counter()
     t = time.perf_counter()
