@@ -287,25 +287,29 @@ pd.concat(all_sweeps, ignore_index=True).reindex(columns=curve_cols).round(3)
 #   `generalisation_gap` (and the figure above), not off single numbers. The program
 #   reducer and the learned scorer were tuned by leave-one-family-out cross-validation on
 #   `train` *and* `validation`: their validation rows are fits, and **test** is their only
-#   held-out measurement. On test the learned scorer keeps the target about as often as on
-#   validation while cutting three quarters of every page (its budget fixes the kept
-#   share, so its reduction intervals are narrow); the program reducer's test coverage
-#   interval reaches far lower. The paired table says how far both stand above the
-#   similarity and truncation baselines on the same steps. The honest cross-validated
-#   figures (nested: every family measured with a model and knobs chosen without it) are
-#   the learned scorer's own record above; the WorkArena -> WebArena transfer and every
-#   baseline beside them are in `benchmarks/bench_generalisation.py` (README, Figures).
+#   held-out measurement. On test the learned scorer keeps the evidence on most steps and
+#   the target about as often as on validation while cutting about 72% of every page (its
+#   budget fixes the kept share, so its reduction intervals are narrow); the program
+#   reducer's test intervals reach far lower. The paired table says how far both stand
+#   above the similarity and truncation baselines on the same steps. The honest
+#   cross-validated figures (nested: every family measured with a model and knobs chosen
+#   without it) are the learned scorer's own record above; the WorkArena -> WebArena
+#   transfer and every baseline beside them are in `benchmarks/bench_generalisation.py`
+#   (README, Figures).
 # * **Small pages are another kind of page.** On the MiniWoB check half a budget keeps
 #   less of the page than on recorded pages (a page of 90 tokens spends a quarter on its
 #   root line) and the ranking must find the one control among few: the learned scorer
 #   stays above 90% target coverage there, the chunk retrievers keep whole pages, BM25 over
 #   lines loses a quarter of the targets.
-# * **Evidence coverage tells a different story.** Keeping the acted element is not keeping
-#   what the action needs: the reducers that keep targets best often drop the option, label
-#   or group question next to them, and so does the oracle by construction (target and
-#   ancestors only). On test, both tuned reducers' evidence coverage falls well below its
-#   validation value (gaps whose intervals exclude 0), and the similarity baselines are
-#   not distinguishable from them there.
+# * **Evidence coverage is the stricter test.** Keeping the acted element is not keeping
+#   what the action needs: the oracle keeps only the target and its ancestors, so it drops
+#   the option, label or group question next to it. The tuned reducers keep, with every
+#   line they keep, what says what it is for (a choice's question, an unnamed field's
+#   label, an unnamed element's text), which is what lifts their evidence coverage above
+#   the oracle's. What they still miss is mostly the page text that reporting steps send
+#   back (table cells of WebArena report tasks). The learned scorer's evidence gap between
+#   validation and test excludes 0 (as BM25's does; the program's interval contains it), so
+#   its test evidence is the figure to quote, not its validation one.
 # * **Generalisation.** On the held-out families the intervals are wide (39 test steps with a
 #   target, in the 6 test episodes that have one); a gap can only be claimed when its
 #   interval excludes 0. BM25 over lines drops on test (its validation fit rides on
