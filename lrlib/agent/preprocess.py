@@ -34,9 +34,10 @@ generic agent's preprocessor so the prompt sees the reduced tree::
         def make_agent(self):
             return ReducedGenericAgent(self.chat_model_args, self.flags, self.max_retry)
 
-(Written against AgentLab's ``GenericAgent`` source: ``obs_preprocessor(obs)``, ``self.actions``,
-``GenericAgentArgs.make_agent``; not run here, AgentLab is not installed. On MiniWoB AgentLab
-also shows the HTML, ``flags.obs.use_html``, which this does not reduce.)
+(``benchmarks/check_agentlab_generic.py`` runs this very block with AgentLab 0.4.2: the agent
+played MiniWoB's click-test with AgentLab's prompt, the reduced tree and SmolLM2 behind
+AgentLab's vLLM chat model. On MiniWoB AgentLab also shows the HTML, ``flags.obs.use_html``,
+which this does not reduce.)
 ``obs["lrlib"]`` is saved with every step. ``lrlib import-traces`` reads ``obs["axtree_txt"]``,
 so runs recorded this way import the *reduced* trees; to score other reducers offline on the
 same steps, keep the full tree there (``lrlib live`` does, with the policy's view in
