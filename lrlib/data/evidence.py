@@ -337,6 +337,9 @@ def readable(tree: str | AxTree, kind: str, group: Sequence[int], kept: Collecti
 
 
 CONTEXT_BACK = 40  # lines searched back for an unnamed field's label
+# a label, question or button text is short: a longer line is page text (or an injected
+# note next to a field), never brought along (the guard does not flag every such note)
+CONTEXT_MAX_CHARS = 80
 
 
 def context_lines(tree: str | AxTree) -> list[list[int]]:
@@ -345,7 +348,9 @@ def context_lines(tree: str | AxTree) -> list[list[int]]:
     line of an unnamed group), an unnamed field's label (the nearest named label line at
     most :data:`CONTEXT_BACK` lines before it, in its grandparent's subtree), an unnamed
     element's name carrier (its first named descendant). A reducer that keeps a line can
-    keep these with it: they are the evidence of an action on it.
+    keep these with it: they are the evidence of an action on it. A line whose name is
+    longer than :data:`CONTEXT_MAX_CHARS` is never brought (a label is short; a long text
+    beside a field may be an injected note).
 
     >>> tree = ("RootWebArea 'Order'\\n\\t[a2] radiogroup 'Colour'\\n\\t\\t[a3] radio 'Gold'"
     ...         "\\n\\tStaticText 'Date'\\n\\t[a5] textbox ''\\n\\t[a6] button ''\\n"
@@ -375,7 +380,7 @@ def context_lines(tree: str | AxTree) -> list[list[int]]:
                     break
         elif role in INTERACTIVE:
             out[n - 1] = _carrier(t, n)
-    return out
+    return [[m for m in c if len(names[m - 1]) <= CONTEXT_MAX_CHARS] for c in out]
 
 
 def covered(
