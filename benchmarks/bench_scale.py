@@ -106,11 +106,18 @@ def stage_summary(args: argparse.Namespace) -> dict:
         parts.append(part)
     big = _concat(parts)
     del parts
+    import gc
+
+    import psutil
+
+    gc.collect()
+    rss_before = psutil.Process().memory_info().rss
     t = time.perf_counter()
     table = interval_table(big)
     return {"rows": len(big), "steps_per_reducer": len(big) // len(SPECS),
             "frame_bytes": int(big.memory_usage(deep=True).sum()),
             "interval_table_s": round(time.perf_counter() - t, 1),
+            "rss_before_table_mb": rss_before >> 20,
             "table": table.to_dict("records")}  # fmt: skip
 
 
