@@ -175,6 +175,7 @@ def bootstrap(
             f"no column(s) {missing}; the frame has: {', '.join(map(str, frame.columns))}"
         )
     rows = []
+    frame = frame[list(dict.fromkeys([*by, value, cluster]))]  # groups copy only these
     for key, group in frame.groupby(by, sort=False, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
         values = pd.to_numeric(group[value].astype("float64"), errors="coerce").to_numpy()
