@@ -48,6 +48,23 @@ def is_shipped(path: str | Path) -> bool:
     return Path(path).expanduser().resolve().is_relative_to(shipped_data_dir().resolve())
 
 
+def refuse_shipped(path: str | Path, allowed: bool = False) -> None:
+    """Raise ``FileExistsError`` (one line, naming the flag) when ``path`` lies in the shipped
+    ``data/`` and writing there was not ``allowed`` (``--overwrite-shipped``, maintainers).
+
+    >>> refuse_shipped("/tmp/mine.jsonl.gz")
+    >>> refuse_shipped(shipped_data_dir() / "x.gz")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    FileExistsError: ... is in the repository's shipped, tracked data/: write elsewhere (-o/--out), or pass --overwrite-shipped (maintainers)
+    """
+    if is_shipped(path) and not allowed:
+        raise FileExistsError(
+            f"{path} is in the repository's shipped, tracked data/: write elsewhere "
+            "(-o/--out), or pass --overwrite-shipped (maintainers)"
+        )
+
+
 def miniwob_path() -> Path:
     """The shipped out-of-domain MiniWoB set (``<repo>/data/miniwob_ood.jsonl.gz``; also when
     ``$LRLIB_DATA_DIR`` points at your own recorded steps: it is a fixed check set)."""

@@ -36,3 +36,16 @@ def _no_api_key(monkeypatch):
     """Tests run offline with no API key, whatever the developer's shell holds."""
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "LRLIB_MODEL"):
         monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def threaded_fake():
+    """A real local HTTP server that answers requests concurrently (pytest-httpserver's
+    default serves one at a time): for slow or parallel model answers."""
+    from pytest_httpserver import HTTPServer
+
+    server = HTTPServer(threaded=True)
+    server.start()
+    yield server
+    server.clear()
+    server.stop()

@@ -128,17 +128,6 @@ def test_evaluate_says_first_when_it_would_ask_the_model(monkeypatch):
 # ---- 3. a live run shows progress, its plan counts what is cached ---------------------------
 
 
-@pytest.fixture
-def threaded_fake():
-    from pytest_httpserver import HTTPServer
-
-    server = HTTPServer(threaded=True)
-    server.start()
-    yield server
-    server.clear()
-    server.stop()
-
-
 def test_a_slow_answer_shows_a_ticking_bar(threaded_fake, tmp_path, real_trees, capsys):
     tree = real_trees["webarena_magento"]
     step = Step(goal=tree["goal"], tree=tree["tree"], step_id="slow")

@@ -336,17 +336,6 @@ def test_run_command_writes_a_table_and_resumes(httpserver, tmp_path, real_trees
     assert prov["model"] == "fake-model" and prov["view"] == "compact" and "git_commit" in prov
 
 
-@pytest.fixture
-def threaded_fake():
-    from pytest_httpserver import HTTPServer
-
-    server = HTTPServer(threaded=True)
-    server.start()
-    yield server
-    server.clear()
-    server.stop()
-
-
 def test_shipped_cache_replays_the_notebooks_default_run(monkeypatch):
     """The notebooks replay DEFAULT_CONFIG on default_steps() from data/cache/llm: every
     answer must be there (a change to the prompts or the compact view breaks this: rerun

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from lrlib.agent.live import MAX_STEPS, REDUCERS, TASKS, done, plan_episodes
-from lrlib.paths import results_dir
+from lrlib.paths import refuse_shipped, results_dir
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,20 +65,8 @@ def _choices(args: argparse.Namespace) -> tuple[list[str], list[str]]:
 
 def _out(args: argparse.Namespace) -> Path:
     out = args.out or results_dir() / "live" / args.policy
-    _refuse_shipped(out, getattr(args, "overwrite_shipped", False))
+    refuse_shipped(out, getattr(args, "overwrite_shipped", False))
     return out
-
-
-def _refuse_shipped(out: Path, allowed: bool) -> None:
-    """Results go to the user's area; adding to the repository's shipped ``data/`` (what a
-    maintainer does to ship a run) needs ``--overwrite-shipped``."""
-    from lrlib.paths import is_shipped
-
-    if is_shipped(out) and not allowed:
-        raise FileExistsError(
-            f"{out} is in the repository's shipped, tracked data/: choose another --out, or "
-            "pass --overwrite-shipped (maintainers shipping a run)"
-        )
 
 
 def plan(args: argparse.Namespace) -> str:

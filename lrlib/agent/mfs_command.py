@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from lrlib.paths import miniwob_path, results_dir
+from lrlib.paths import miniwob_path, refuse_shipped, results_dir
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -67,20 +67,8 @@ def _steps(args: argparse.Namespace) -> list[Any]:
 
 def _out(args: argparse.Namespace, policy: Any) -> Path:
     out = args.out or results_dir() / "mfs" / f"mfs_{label(policy)}.jsonl"
-    _refuse_shipped(out, getattr(args, "overwrite_shipped", False))
+    refuse_shipped(out, getattr(args, "overwrite_shipped", False))
     return out
-
-
-def _refuse_shipped(out: Path, allowed: bool) -> None:
-    """Results go to the user's area; adding to the repository's shipped ``data/`` (what a
-    maintainer does to ship a run) needs ``--overwrite-shipped``."""
-    from lrlib.paths import is_shipped
-
-    if is_shipped(out) and not allowed:
-        raise FileExistsError(
-            f"{out} is in the repository's shipped, tracked data/: choose another --out, or "
-            "pass --overwrite-shipped (maintainers shipping a run)"
-        )
 
 
 def plan(args: argparse.Namespace) -> str:

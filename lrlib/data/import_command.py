@@ -71,13 +71,9 @@ def check_out(out: Path, force: bool = False, overwrite_shipped: bool = False) -
     >>> check_out(paths.shipped_data_dir() / "observations.jsonl.gz")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    FileExistsError: ... is the repository's shipped, tracked data: write your import elsewhere (-o my_data/observations.jsonl.gz), or pass --overwrite-shipped to replace it
+    FileExistsError: ... is in the repository's shipped, tracked data/: write elsewhere (-o/--out), or pass --overwrite-shipped (maintainers)
     """
-    if paths.is_shipped(out) and not overwrite_shipped:
-        raise FileExistsError(
-            f"{out} is the repository's shipped, tracked data: write your import elsewhere "
-            "(-o my_data/observations.jsonl.gz), or pass --overwrite-shipped to replace it"
-        )
+    paths.refuse_shipped(out, overwrite_shipped)
     if out.exists() and not (force or overwrite_shipped):
         raise FileExistsError(f"{out} exists: pass --force to replace it, or choose another -o")
 

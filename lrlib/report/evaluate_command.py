@@ -126,7 +126,7 @@ def _reducers(args: argparse.Namespace) -> dict[str, Any]:
 def plan(args: argparse.Namespace) -> str:
     """``lrlib evaluate``'s first line: what it computes; the slow part (a model asked,
     vectors computed) named up front, before anything starts."""
-    from lrlib.report.run_command import EMBEDDED_SECONDS_PER_ANSWER, duration
+    from lrlib.report.run_command import model_time
 
     if evaluate_scale.applies(args):  # a large file (or --jobs/--backend): read by episode
         return evaluate_scale.plan(args)
@@ -146,15 +146,9 @@ def plan(args: argparse.Namespace) -> str:
         if not new:
             parts.append(f"{label}: all {n} answers are cached, no model is asked")
             continue
-        local = client.endpoint.kind == "embedded" and client.endpoint.base_url is None
-        time = (
-            f"~{duration(new * EMBEDDED_SECONDS_PER_ANSWER)} on 2 idle cores"
-            if local
-            else "the endpoint's time"
-        )
         parts.append(
             f"{label} asks the model {client.model} ({client.endpoint.kind}) live for {new} "
-            f"uncached steps ({time}); {cached} replay from the cache"
+            f"uncached steps ({model_time(client, new)}); {cached} replay from the cache"
         )
     if args.split != "validation" and any(s.startswith("embedding") for s in table):
         parts.append(

@@ -84,7 +84,7 @@ def plan(args: argparse.Namespace) -> str:
     """The first line, before any work: the attacked set, and whether a model is asked (a
     LineRetriever reducer without ``--cached`` asks its model for every uncached answer)."""
     from lrlib.eval.evaluation import resolve
-    from lrlib.report.run_command import EMBEDDED_SECONDS_PER_ANSWER, duration
+    from lrlib.report.run_command import model_time
 
     items = _items(args)
     specs = [s.strip() for s in args.reducers.split(";") if s.strip()]
@@ -97,15 +97,10 @@ def plan(args: argparse.Namespace) -> str:
         if args.cached or client.offline:
             parts.append(f"{label} replays cached answers only (the rest skipped and counted)")
             continue
-        local = client.endpoint.kind == "embedded" and client.endpoint.base_url is None
-        time = (
-            f"up to ~{duration(runs * EMBEDDED_SECONDS_PER_ANSWER)} on 2 idle cores"
-            if local
-            else "the endpoint's time"
-        )
         parts.append(
             f"{label} asks the model {client.model} ({client.endpoint.kind}) live for every "
-            f"uncached one of {runs} answers ({time}; --cached replays only)"
+            f"uncached one of {runs} answers (up to {model_time(client, runs)}; --cached "
+            "replays only)"
         )
     return "; ".join(parts)
 

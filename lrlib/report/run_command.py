@@ -163,6 +163,20 @@ def plan(args: argparse.Namespace) -> str:
     return line + ", in the endpoint's time"
 
 
+def model_time(client: Any, answers: int) -> str:
+    """How long ``answers`` new answers from ``client``'s model take, in words: an estimate
+    for the embedded model on this machine, the endpoint's own time otherwise.
+
+    >>> from lrlib.llm.client import LLMClient
+    >>> model_time(LLMClient(cache=False), 4)
+    '~3 min on 2 idle cores'
+    """
+    endpoint = client.endpoint
+    if endpoint.kind == "embedded" and endpoint.base_url is None:
+        return f"~{duration(answers * EMBEDDED_SECONDS_PER_ANSWER)} on 2 idle cores"
+    return "the endpoint's time"
+
+
 def duration(seconds: float) -> str:
     """``"40 s"`` or ``"3 min"``.
 
