@@ -178,12 +178,14 @@ def model_time(client: Any, answers: int) -> str:
 
 
 def duration(seconds: float) -> str:
-    """``"40 s"`` or ``"3 min"``.
+    """``"40 s"``, ``"3 min"`` or ``"9.8 h"``.
 
-    >>> duration(40), duration(200)
-    ('40 s', '3 min')
+    >>> duration(40), duration(200), duration(35100)
+    ('40 s', '3 min', '9.8 h')
     """
-    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 90 * 60 else f"{seconds / 3600:.1f} h"
 
 
 def _reducers(args: argparse.Namespace) -> list[Any]:
