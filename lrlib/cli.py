@@ -114,11 +114,11 @@ def check_reducers(args: argparse.Namespace) -> None:
     specs = getattr(args, "reducers", None)
     if not isinstance(specs, str):
         return
-    from lrlib.eval.evaluation import parse_spec
+    from lrlib.eval.evaluation import parse_spec, split_specs
     from lrlib.reducers import get_reducer, list_reducers
 
     valid = list_reducers()
-    for name, params in (parse_spec(s) for s in specs.split(";") if s.strip()):
+    for name, params in map(parse_spec, split_specs(specs)):
         if name not in valid:
             raise KeyError(f"unknown reducer {name!r}; valid reducers: {', '.join(valid)}")
         get_reducer(name, **params)  # checks the options; cheap, no I/O; a bad value fails too

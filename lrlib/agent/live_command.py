@@ -59,8 +59,9 @@ def _choices(args: argparse.Namespace) -> tuple[list[str], list[str]]:
         raise ValueError(f"unknown task type(s) {bad}; valid: {', '.join(TASKS)}")
     if args.seeds < 1 or args.jobs < 1 or args.max_steps < 1:
         raise ValueError("--seeds, --jobs and --max-steps must be at least 1")
-    reducers = [r.strip() for r in args.reducers.split(";") if r.strip()]
-    return reducers, tasks
+    from lrlib.eval.evaluation import split_specs
+
+    return split_specs(args.reducers), tasks
 
 
 def _out(args: argparse.Namespace) -> Path:

@@ -107,6 +107,15 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
     return name.strip(), params
 
 
+def split_specs(text: str) -> list[str]:
+    """The reducer specs of a ``--reducers`` value (``;``-separated, blanks dropped).
+
+    >>> split_specs("full; bm25:top_k=3;;")
+    ['full', 'bm25:top_k=3']
+    """
+    return [s.strip() for s in text.split(";") if s.strip()]
+
+
 def resolve(reducers: Any) -> dict[str, Reducer]:
     """Normalise the ``reducers`` argument to an ordered mapping label -> Reducer.
 

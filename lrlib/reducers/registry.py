@@ -10,8 +10,9 @@ True
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,21 @@ def list_reducers() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def _signatures(name: str) -> Iterator[tuple[Any, inspect.Signature]]:
+    """The constructors of reducer ``name`` with their signatures, nearest first, followed
+    up the class hierarchy while a constructor passes ``**kwargs`` on (to :class:`Reducer`
+    at most)."""
+    _load_builtins()
+    factory = _REGISTRY[name]
+    for cls in getattr(factory, "__mro__", (factory,)):
+        if isinstance(cls, type) and "__init__" not in cls.__dict__:
+            continue
+        sig = inspect.signature(cls.__dict__["__init__"] if isinstance(cls, type) else cls)
+        yield cls, sig
+        if cls is Reducer or not any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+            return
+
+
 def reducer_options(name: str) -> list[str] | None:
     """The options the reducer ``name`` accepts, from its constructors' signatures (each
     ``**kwargs`` followed up the class hierarchy to :class:`Reducer`); None when a
@@ -71,26 +87,16 @@ def reducer_options(name: str) -> list[str] | None:
     >>> reducer_options("truncate")
     ['budget', 'encoding']
     """
-    import inspect
-
-    _load_builtins()
-    factory = _REGISTRY[name]
     names: set[str] = set()
-    for cls in getattr(factory, "__mro__", (factory,)):
-        init = cls.__dict__.get("__init__", cls) if isinstance(cls, type) else cls
-        if isinstance(cls, type) and "__init__" not in cls.__dict__:
-            continue
-        sig = inspect.signature(init)
+    for cls, sig in _signatures(name):
         names |= {
             p.name
             for p in sig.parameters.values()
             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self"
         }
         var = [p.name for p in sig.parameters.values() if p.kind is p.VAR_KEYWORD]
-        if cls is Reducer or not var:
-            return sorted(names)
-        if var[0] != "kwargs" or not isinstance(cls, type):  # open options: checked inside
-            return None
+        if var and cls is not Reducer and (var[0] != "kwargs" or not isinstance(cls, type)):
+            return None  # open options: checked inside
     return sorted(names)
 
 
@@ -151,16 +157,9 @@ def _option_kinds(name: str) -> dict[str, type]:
     >>> kinds["size"], kinds["top_k"], "embedder" in _option_kinds("embedding")
     (<class 'int'>, <class 'int'>, False)
     """
-    import inspect
-
-    _load_builtins()
-    factory = _REGISTRY[name]
     out: dict[str, type] = {}
-    for cls in getattr(factory, "__mro__", (factory,)):
-        if isinstance(cls, type) and "__init__" not in cls.__dict__:
-            continue
-        init = cls.__dict__["__init__"] if isinstance(cls, type) else cls
-        for p in inspect.signature(init).parameters.values():
+    for _, sig in _signatures(name):
+        for p in sig.parameters.values():
             kind = type(p.default) if p.default not in (p.empty, None) else None
             if kind is None and isinstance(p.annotation, str):  # postponed annotations
                 plain = p.annotation.replace(" ", "").removesuffix("|None").removeprefix("None|")

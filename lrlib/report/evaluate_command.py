@@ -23,6 +23,7 @@ from lrlib.eval.evaluation import (
     evaluate,
     markdown_table,
     parse_spec,
+    split_specs,
 )
 from lrlib.report import evaluate_scale
 
@@ -99,27 +100,30 @@ def build_reducers(specs: list[str]) -> dict[str, Any]:
     return table
 
 
-def _model_work(args: argparse.Namespace) -> dict[str, list[Any]]:
-    """For each model-backed reducer: the steps it will reduce (cached answers only when
-    offline; every step when live). Computed once, without any network."""
-    if getattr(args, "work", None) is None:
+def _cached(args: argparse.Namespace) -> dict[str, list[Any]]:
+    """For each model-backed reducer: the selected steps whose answers are all cached
+    (computed once, without any network)."""
+    if getattr(args, "cached", None) is None:
         from lrlib.report.replay import has_answers
 
-        steps, work = _steps(args), {}
-        for label, reducer in _reducers(args).items():
-            client = getattr(reducer, "client", None)
-            if client is None:
-                continue
-            cached = [s for s in steps if has_answers(reducer, s)]
-            work[label] = cached if client.offline else steps
-            args.cached = {**getattr(args, "cached", {}), label: len(cached)}
-        args.work = work
-    return args.work
+        steps = _steps(args)
+        args.cached = {
+            label: [s for s in steps if has_answers(reducer, s)]
+            for label, reducer in _reducers(args).items()
+            if getattr(reducer, "client", None) is not None
+        }
+    return args.cached
+
+
+def _work(args: argparse.Namespace, label: str) -> list[Any]:
+    """The steps model-backed reducer ``label`` reduces: the cached ones offline, every
+    selected step live."""
+    return _cached(args)[label] if _reducers(args)[label].client.offline else _steps(args)
 
 
 def _reducers(args: argparse.Namespace) -> dict[str, Any]:
     if getattr(args, "table", None) is None:
-        args.table = build_reducers([s.strip() for s in args.reducers.split(";") if s.strip()])
+        args.table = build_reducers(split_specs(args.reducers))
     return args.table
 
 
@@ -130,12 +134,12 @@ def plan(args: argparse.Namespace) -> str:
 
     if evaluate_scale.applies(args):  # a large file (or --jobs/--backend): read by episode
         return evaluate_scale.plan(args)
-    steps, table, work = _steps(args), _reducers(args), _model_work(args)
+    steps, table = _steps(args), _reducers(args)
     n = len(steps)
     where = f"the {args.split} split" if args.split else "every split"
     parts = [f"{len(table)} reducers x {n} steps of {where}"]
-    for label in work:
-        client, cached = table[label].client, args.cached[label]
+    for label, ready in _cached(args).items():
+        client, cached = table[label].client, len(ready)
         if client.offline:
             parts.append(
                 f"{label} replays cached answers of {client.model} ({cached} of {n} steps "
@@ -148,7 +152,7 @@ def plan(args: argparse.Namespace) -> str:
             continue
         parts.append(
             f"{label} asks the model {client.model} ({client.endpoint.kind}) live for {new} "
-            f"uncached steps ({model_time(client, new)}); {cached} replay from the cache"
+            f"uncached steps, {model_time(client, new)}; {cached} replay from the cache"
         )
     if args.split != "validation" and any(s.startswith("embedding") for s in table):
         parts.append(
@@ -166,7 +170,8 @@ def run(args: argparse.Namespace) -> int:
 
     if evaluate_scale.applies(args):
         return evaluate_scale.run(args)
-    steps, table, work = _steps(args), _reducers(args), _model_work(args)
+    steps, table = _steps(args), _reducers(args)
+    work = {label: _work(args, label) for label in _cached(args)}
     plain = {label: r for label, r in table.items() if label not in work}
     frames = [evaluate(plain, steps, progress=not args.no_progress)] if plain else []
     notes = []

@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from lrlib.eval.evaluation import LLM_REDUCERS, markdown_table, parse_spec
+from lrlib.eval.evaluation import LLM_REDUCERS, markdown_table, parse_spec, split_specs
 from lrlib.eval.sharded import BACKENDS, check_backend, default_jobs, evaluate_file
 
 #: below this many selected steps the evaluation runs in one process (measured on 2 cores:
@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _specs(args: argparse.Namespace) -> list[str]:
-    return [s.strip() for s in args.reducers.split(";") if s.strip()]
+    return split_specs(args.reducers)
 
 
 def applies(args: argparse.Namespace) -> bool:

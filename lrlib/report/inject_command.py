@@ -83,11 +83,11 @@ def _items(args: argparse.Namespace) -> list:
 def plan(args: argparse.Namespace) -> str:
     """The first line, before any work: the attacked set, and whether a model is asked (a
     LineRetriever reducer without ``--cached`` asks its model for every uncached answer)."""
-    from lrlib.eval.evaluation import resolve
+    from lrlib.eval.evaluation import resolve, split_specs
     from lrlib.report.run_command import model_time
 
     items = _items(args)
-    specs = [s.strip() for s in args.reducers.split(";") if s.strip()]
+    specs = split_specs(args.reducers)
     runs = len(items) * (1 if args.no_clean else 2)
     parts = [f"{len(specs)} reducers x {len(items)} attacked steps"]
     for label, reducer in resolve(specs).items():
@@ -99,8 +99,8 @@ def plan(args: argparse.Namespace) -> str:
             continue
         parts.append(
             f"{label} asks the model {client.model} ({client.endpoint.kind}) live for every "
-            f"uncached one of {runs} answers (up to {model_time(client, runs)}; --cached "
-            "replays only)"
+            f"uncached one of {runs} answers, up to {model_time(client, runs)}; --cached "
+            "replays only"
         )
     return "; ".join(parts)
 
@@ -112,10 +112,10 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from lrlib import paths
-    from lrlib.eval.evaluation import markdown_table
+    from lrlib.eval.evaluation import markdown_table, split_specs
 
     items = _items(args)
-    specs = [s.strip() for s in args.reducers.split(";") if s.strip()]
+    specs = split_specs(args.reducers)
     ready = _cached_items if args.cached else lambda reducer, todo, clean: list(todo)
     rows, notes = _score_all(
         specs, items, not args.no_clean, args.seed, not args.no_progress, ready

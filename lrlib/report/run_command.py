@@ -154,13 +154,7 @@ def plan(args: argparse.Namespace) -> str:
     if not new:
         return line + f": all {cached} cached, replayed at once; no model is asked"
     line += f": {cached} cached (replayed at once), {new} to ask the model"
-    if endpoint.kind == "embedded" and endpoint.base_url is None:
-        cost = new * EMBEDDED_SECONDS_PER_ANSWER  # the server's slots share the cores
-        return line + (
-            f", ~{EMBEDDED_SECONDS_PER_ANSWER} s each on 2 idle cores (~{duration(cost)} in all; "
-            "longer on a busy machine)"
-        )
-    return line + ", in the endpoint's time"
+    return f"{line}, {model_time(client, new)}"
 
 
 def model_time(client: Any, answers: int) -> str:
@@ -169,12 +163,17 @@ def model_time(client: Any, answers: int) -> str:
 
     >>> from lrlib.llm.client import LLMClient
     >>> model_time(LLMClient(cache=False), 4)
-    '~3 min on 2 idle cores'
+    '~3 min on 2 idle cores (~45 s an answer; longer on a busy machine)'
     """
     endpoint = client.endpoint
     if endpoint.kind == "embedded" and endpoint.base_url is None:
-        return f"~{duration(answers * EMBEDDED_SECONDS_PER_ANSWER)} on 2 idle cores"
-    return "the endpoint's time"
+        # the server's slots share the cores: answers take turns
+        total = duration(answers * EMBEDDED_SECONDS_PER_ANSWER)
+        return (
+            f"~{total} on 2 idle cores (~{EMBEDDED_SECONDS_PER_ANSWER} s an answer; longer on a "
+            "busy machine)"
+        )
+    return "in the endpoint's time"
 
 
 def duration(seconds: float) -> str:
