@@ -97,10 +97,67 @@ def interval(
     >>> round(r["estimate"], 3), r["n_steps"], r["n_episodes"], 0 <= r["lo"] <= r["hi"] <= 1
     (0.667, 6, 3, True)
     """
-    import numpy as np
 
     _check_stat(stat)
     est, reps, n_steps, n_clusters = _resampled(values, clusters, stat, n_boot, seed)
+    return _finish(est, reps, n_steps, n_clusters, level)
+
+
+def interval_from_sums(
+    sums: Sequence[float] | np.ndarray,
+    counts: Sequence[float] | np.ndarray,
+    n_boot: int = N_BOOT,
+    level: float = LEVEL,
+    seed: int = 0,
+) -> dict[str, float | int]:
+    """:func:`interval` of the mean from per-cluster sums and counts of values (clusters
+    with no value are left out; the order is the clusters' order of first appearance): the
+    same draws and the same replicates as from the values themselves, so the same interval
+    (:class:`lrlib.eval.episode_stats.EpisodeStats` folds large evaluations this way).
+
+    >>> a = interval([1, 1, 0, 1, 0, 1], ["a", "a", "b", "b", "c", "c"])
+    >>> b = interval_from_sums([2, 1, 1], [2, 2, 2])
+    >>> a == b
+    True
+    """
+    import numpy as np
+
+    s, c = np.asarray(sums, dtype=float), np.asarray(counts, dtype=float)
+    keep = c > 0
+    s, c = s[keep], c[keep]
+    k, n = int(s.size), int(c.sum())
+    if not k:
+        return {"estimate": float("nan"), "lo": float("nan"), "hi": float("nan"),
+                "n_steps": 0, "n_episodes": 0}  # fmt: skip
+
+    def mean(w: np.ndarray) -> np.ndarray:  # as _replicates' mean, from the same sums
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return (w @ s) / (w @ c)
+
+    reps = _draw(k, n_boot, seed, max(1, min(n_boot, _BLOCK_CELLS // k)), mean)
+    return _finish(float(s.sum()) / n, reps, n, k, level)
+
+
+def _draw(k: int, n_boot: int, seed: int, block: int, replicate: Any) -> np.ndarray:
+    """``replicate(w)`` over ``n_boot`` multinomial draws of ``k`` clusters, ``block`` at a
+    time (the same draws as all at once)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    p = np.full(k, 1.0 / k)
+    return np.concatenate(
+        [
+            replicate(rng.multinomial(k, p, size=min(block, n_boot - i)))
+            for i in range(0, n_boot, block)
+        ]
+    )
+
+
+def _finish(
+    est: float, reps: np.ndarray, n_steps: int, n_clusters: int, level: float
+) -> dict[str, float | int]:
+    import numpy as np
+
     out: dict[str, float | int] = {"n_steps": n_steps, "n_episodes": n_clusters}
     if n_clusters < 2:  # no value (estimate NaN) or one episode: nothing to resample
         return {"estimate": est, "lo": float("nan"), "hi": float("nan"), **out}
@@ -134,14 +191,7 @@ def _resampled(
     # weights (block x clusters) and the median's step weights (block x steps) stay small
     # however many steps there are
     block = max(1, min(n_boot, _BLOCK_CELLS // max(k, v.size if stat == "median" else 1)))
-    rng = np.random.default_rng(seed)
-    p = np.full(k, 1.0 / k)
-    reps = np.concatenate(
-        [
-            _replicates(v, codes, stat, rng.multinomial(k, p, size=min(block, n_boot - i)))
-            for i in range(0, n_boot, block)
-        ]
-    )
+    reps = _draw(k, n_boot, seed, block, lambda w: _replicates(v, codes, stat, w))
     return _point(v, stat), reps, int(v.size), int(k)
 
 
@@ -286,6 +336,10 @@ def summary(
     """
     import pandas as pd
 
+    from lrlib.eval.episode_stats import EpisodeStats
+
+    if isinstance(frame, EpisodeStats):  # a large evaluation folded by episode
+        return frame.summary(by, measures, n_boot, seed)
     by = [by] if isinstance(by, str) else list(by)
     out: pd.DataFrame | None = None
     for column, stat, prefix in measures:

@@ -268,6 +268,7 @@ def summarize(frame, by: str | list[str] = "reducer"):
     """One row per reducer: reduction (median, mean; tokens, chars, lines), coverage (all
     steps, successful episodes, visible-bid reading), evidence coverage (and its n),
     latency (median, p95, ms). Point estimates; intervals: :func:`lrlib.eval.intervals.summary`.
+    ``frame`` may be an :class:`lrlib.eval.episode_stats.EpisodeStats` (by reducer).
 
     >>> import pandas as pd
     >>> f = pd.DataFrame({"reducer": ["a", "a"], "reduction": [0.2, 0.6],
@@ -281,6 +282,10 @@ def summarize(frame, by: str | list[str] = "reducer"):
     """
     import pandas as pd
 
+    from lrlib.eval.episode_stats import EpisodeStats
+
+    if isinstance(frame, EpisodeStats):  # a large evaluation folded by episode
+        return frame.summarize(by)
     rows = []
     for key, group in frame.groupby(by, sort=False):
         cov = coverage(group)

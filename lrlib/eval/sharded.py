@@ -6,9 +6,9 @@ episodes (planning horizons need whole episodes) in worker processes and yields 
 frames in input order; the rows are those of a serial ``evaluate`` on the same steps
 (provenance is fixed once for the run, so only the measured latencies differ).
 :func:`evaluate_file` reads a dataset file episode by episode (:mod:`lrlib.data.store`),
-writes every row to ``out`` as shards finish, and keeps in memory only the columns the
-summary needs (:func:`summary_columns`): peak memory depends on the shard size and on those
-few numbers per step, not on the trees of the whole file.
+writes every row to ``out`` as shards finish, and keeps in memory only what the summary
+needs (:class:`lrlib.eval.episode_stats.EpisodeStats`: sums per episode, the numbers of the
+medians): peak memory depends on the shard size, not on the trees of the whole file.
 
 Backends: ``"loky"`` (joblib's process pool, the default), ``"serial"`` (in this process),
 ``"ray"`` (joblib's Ray backend: ``ray.init()`` connects to ``$RAY_ADDRESS`` or starts a
@@ -37,11 +37,10 @@ from lrlib.eval.evaluation import evaluate, reducer_provenance, resolve
 if TYPE_CHECKING:
     import pandas as pd
 
+    from lrlib.eval.episode_stats import EpisodeStats
+
 BACKENDS = ("loky", "serial", "ray")
 SHARD_STEPS = 64  # steps per task sent to a worker (whole episodes; a long one is one shard)
-#: columns kept for the summary: text columns become categories, provenance is dropped
-_DROP = ("step_id", "task", "family", "params", "git_commit", "created", "lrlib_version",
-         "model", "prompt", "prompt_hash", "failure", "on_failure", "cache_hit")  # fmt: skip
 
 
 def check_backend(backend: str) -> str:
@@ -191,48 +190,6 @@ def _parallel(
             yield from run(delayed(_run_shard)(table, bases, p) for p in block)
 
 
-def summary_columns(frame: pd.DataFrame) -> pd.DataFrame:
-    """The part of an evaluation frame the summary needs: measures and grouping columns,
-    repeated text as categories (what :func:`evaluate_file` keeps per step).
-
-    >>> import pandas as pd
-    >>> f = pd.DataFrame({"reducer": ["a"], "episode": ["e"], "params": ["{}"], "covered": [True]})
-    >>> list(summary_columns(f).columns), str(summary_columns(f)["episode"].dtype)
-    (['reducer', 'episode', 'covered'], 'category')
-    """
-    import numpy as np
-    import pandas as pd
-
-    out = frame.drop(columns=[c for c in _DROP if c in frame.columns])
-    for col in out.columns:
-        series = out[col]
-        values = series.dropna()
-        if series.dtype == object and values.empty:  # nothing measured (usage of offline reducers)
-            out[col] = series.astype("float32")
-        elif series.dtype == object and all(isinstance(v, bool | np.bool_) for v in values):
-            out[col] = series.astype("boolean")  # True/False/missing, 2 bytes instead of 33
-        elif pd.api.types.is_string_dtype(series) and all(isinstance(v, str) for v in values):
-            out[col] = series.astype("category")
-        elif series.dtype == np.int64 and (values.empty or values.abs().max() < 2**31):
-            out[col] = series.astype(np.int32)
-    return out
-
-
-def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
-    import pandas as pd
-    from pandas.api.types import union_categoricals
-
-    if not parts:
-        return pd.DataFrame()
-    cats = [c for c in parts[0].columns if isinstance(parts[0][c].dtype, pd.CategoricalDtype)]
-    for col in cats:
-        union = union_categoricals([p[col] for p in parts if col in p.columns]).categories
-        for p in parts:
-            if col in p.columns:
-                p[col] = p[col].cat.set_categories(union)
-    return pd.concat(parts, ignore_index=True)
-
-
 class _Sink:
     """Rows written to ``out`` as they come: ``.parquet`` (a row group per flush) or CSV
     (``.csv``/``.csv.gz``, the header once)."""
@@ -280,26 +237,24 @@ def evaluate_file(
     jobs: int | None = None,
     backend: str = "loky",
     progress: bool = True,
-) -> pd.DataFrame:
+) -> EpisodeStats:
     """Evaluate ``reducers`` on the steps of dataset file ``path`` (after ``split`` /
     ``benchmark`` / ``limit``), episode by episode, writing every row to ``out``
-    (``.csv``, ``.csv.gz`` or ``.parquet``); returns the :func:`summary_columns` of all
-    rows, for the summary table and its intervals."""
+    (``.csv``, ``.csv.gz`` or ``.parquet``); returns the summary statistics of all its
+    rows, folded into :class:`~lrlib.eval.episode_stats.EpisodeStats` (per-episode sums, the
+    numbers of the medians) for the summary table and its intervals."""
     from lrlib.data import store
+    from lrlib.eval.episode_stats import EpisodeStats
 
     total = store.count_rows(path, split=split, benchmark=benchmark)[0]
     total = min(total, limit) if limit is not None else total
     episodes = store.iter_episodes(path, split=split, benchmark=benchmark, limit=limit)
     sink = _Sink(Path(out))
-    kept: list[pd.DataFrame] = []
-    pending: list[pd.DataFrame] = []
+    stats = EpisodeStats()
     try:
         for frame in evaluate_shards(reducers, episodes, jobs, backend, progress, total):
             sink.write(frame)
-            pending.append(summary_columns(frame))
-            if sum(len(p) for p in pending) >= 50_000:  # fold small frames as we go
-                kept.append(_concat(pending))
-                pending = []
+            stats.add(frame)
     finally:
         sink.close()
-    return _concat(kept + [_concat(pending)] if pending else kept)
+    return stats
