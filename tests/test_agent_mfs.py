@@ -120,3 +120,110 @@ def test_mfs_command_resumes_and_joins_evaluate(tmp_path, monkeypatch, capsys):
     assert full.notna().all() and full.all()
     trunc = frame[frame.reducer == "truncate:budget=20"]["mfs_scripted"]
     assert trunc.notna().all() and not trunc.all()  # a tight budget loses some set
+
+
+STATE_TASKS = ("click-checkboxes", "click-option", "enter-password", "login-user", "choose-list")
+
+
+@pytest.fixture(scope="module")
+def state_steps():
+    steps = load_steps(path=miniwob_path())
+    return [s for s in steps if s.family.removeprefix("miniwob.") in STATE_TASKS]
+
+
+def _without(step, removed, stubbed=()):
+    lines = step.axtree.texts
+    texts = [
+        step.axtree.stub(i - 1) if i in stubbed else lines[i - 1] for i in range(1, len(lines) + 1)
+    ]
+    keep = [i for i in range(1, len(lines) + 1) if i not in removed]
+    return "\n".join(texts[i - 1] for i in keep), keep
+
+
+def test_all_sets_are_every_line_the_scripted_policy_cannot_lose(state_steps):
+    """One ddmin run finds one set; the scripted policy also reads the goal's other boxes,
+    the radio it ticked and the second password field. With ``max_sets`` the sets are
+    disjoint, each one's loss changes the action, and the lines of all of them are enough."""
+    assert len(state_steps) >= 40
+    policy = ScriptedPolicy()
+    several = 0
+    for s in state_steps:
+        r = build_mfs(s, policy, max_sets=32, stubs=True)
+        assert r.usable and r.sets and r.sets[0] == r.mfs, s.step_id
+        union = set().union(*map(set, r.sets))
+        assert sum(map(len, r.sets)) == len(union)  # disjoint
+        for part in r.sets:
+            text, keep = _without(s, set(part))
+            assert policy.act(s.goal, s.history, text, keep).action != r.recorded_action
+        only = [i for i in range(1, len(s.axtree) + 1) if i not in union]
+        text, keep = _without(s, set(only))
+        assert policy.act(s.goal, s.history, text, keep).action == r.recorded_action, s.step_id
+        several += len(r.sets) > 1
+        # labels: the lines whose stub ("[bid] role") changes the action
+        for i in union:
+            text, keep = _without(s, set(), stubbed={i})
+            changed = policy.act(s.goal, s.history, text, keep).action != r.recorded_action
+            assert changed == (i in r.labels), (s.step_id, i)
+    assert several >= 10
+
+
+def test_submit_after_a_radio_needs_the_ticked_radio(state_steps):
+    """The case the single-set MFS missed live: Submit is the target, the ticked radio's
+    state is what decides it; one set is {Submit}, another the radio line (the target alone
+    would not say that the radio is needed)."""
+    policy = ScriptedPolicy()
+    hits = 0
+    for s in state_steps:
+        if (
+            not s.family.endswith("click-option")
+            or "Submit" not in s.axtree.texts[s.target_lines[0] - 1]
+        ):
+            continue
+        r = build_mfs(s, policy, max_sets=32, stubs=True)
+        radios = [i for i in set().union(*map(set, r.sets)) if "radio" in s.axtree.texts[i - 1]]
+        assert s.target_lines in r.sets and len(radios) == 1 and [radios[0]] in r.sets, s.step_id
+        assert "checked='true'" in s.axtree.texts[radios[0] - 1] and radios[0] in r.labels
+        hits += 1
+    assert hits >= 3
+
+
+def test_read_sets_joins_every_set_of_a_step(tmp_path):
+    from lrlib.data.mfs_sets import read_sets
+
+    path = tmp_path / "mfs_x.jsonl"
+    rows = [{"step_id": "a", "usable": True, "mfs": [4], "sets": [[4], [9, 2]]},
+            {"step_id": "b", "usable": True, "mfs": [3]},  # a file written with one set
+            {"step_id": "c", "usable": False, "mfs": []}]  # fmt: skip
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n{torn")
+    assert read_sets(path) == {"a": [2, 4, 9], "b": [3]}
+
+
+def test_own_coverage_sees_what_target_coverage_misses(state_steps):
+    """Offline, on a real click-option Submit step: a view without the ticked radio keeps
+    the target (target coverage says "covered") but the scripted policy stops on it, and
+    MFS coverage (every set) says so; a stubbed radio (no label) is not enough either."""
+    from lrlib.agent.live_report import LiveStep, episode_coverage, own_coverage
+
+    s = next(x for x in state_steps if x.family.endswith("click-option")
+             and "Submit" in x.axtree.texts[x.target_lines[0] - 1])  # fmt: skip
+    n = len(s.axtree)
+    radio = next(i for i in range(1, n + 1) if "checked='true'" in s.axtree.texts[i - 1])
+    views = []
+    others = [i for i in range(1, n + 1) if i != radio]
+    for kept, stubs in ((range(1, n + 1), ()), (others, ()), (others, (radio,))):
+        text, keep = _without(s, set(), stubbed=set(stubs))
+        views.append(LiveStep("full", "click-option", len(views), s, list(kept), list(stubs),
+                              "\n".join(text.split("\n")[i - 1] for i in sorted(set(kept) | set(stubs)))))  # fmt: skip
+    cov = own_coverage(views, ScriptedPolicy())
+    assert cov["reproduced"].tolist() == [True, False, False]  # full keeps every line
+    cov = cov.assign(reducer=["all", "no-radio", "stub-radio"]).set_index("reducer")
+    assert cov.loc["all", ["target", "mfs", "replay", "mfs1"]].all()
+    assert cov.loc["no-radio", "target"] and cov.loc["no-radio", "evidence"]  # they say: covered
+    assert not cov.loc["no-radio", "mfs"] and not cov.loc["no-radio", "replay"]
+    assert not cov.loc["stub-radio", "mfs"] and not cov.loc["stub-radio", "replay"]
+    ep = episode_coverage(cov.reset_index())
+    assert ep.set_index("reducer")["mfs"].to_dict() == {
+        "all": 1.0,
+        "no-radio": 0.0,
+        "stub-radio": 0.0,
+    }

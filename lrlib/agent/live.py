@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from lrlib.agent.policy import Policy
-from lrlib.agent.preprocess import ObsPreprocessor, goal_text
+from lrlib.agent.preprocess import ObsPreprocessor, flatten, goal_text
 from lrlib.runinfo import provenance
 
 #: The MiniWoB++ task types the scripted policy solves from labels and page text.
@@ -140,8 +140,13 @@ def run_episode(
     rows: list[dict[str, Any]] = []
     reward, terminated, truncated, err, cum = 0.0, False, False, None, 0.0
     for n in range(max_steps + 1):
-        p = pre(obs, history)
-        tree = mw.canonical(p.full_text)
+        # the reducer sees the tree as recorded (server address canonical), so scoring it
+        # offline on the recorded step reproduces the live reduction exactly
+        t = time.perf_counter()
+        tree = mw.canonical(flatten(obs))
+        flatten_s = time.perf_counter() - t
+        p = pre({**obs, "axtree_txt": tree}, history)
+        p.info["flatten_s"] = flatten_s
         slim = _slim(obs, tree, mw.canonical)
         done = terminated or truncated or n == max_steps
         info = StepInfo(step=n, obs=slim, reward=reward, raw_reward=reward,
@@ -150,9 +155,9 @@ def run_episode(
             info.truncated = truncated or not terminated
             _save(info, folder)
             break
-        decision = policy.act(goal_text(obs), history, mw.canonical(p.text), p.numbers)
+        decision = policy.act(goal_text(obs), history, p.text, p.numbers)
         action = decision.action
-        extra = {"lrlib": p.info, "reduced_axtree_txt": mw.canonical(p.text),
+        extra = {"lrlib": p.info, "reduced_axtree_txt": p.text,
                  "policy": decision.record()}  # fmt: skip
         info.action = action
         info.agent_info = {"think": decision.raw, "extra_info": extra, "stats": {}}

@@ -1,13 +1,16 @@
 """What live episodes show: success per reducer beside its offline coverage of the same steps.
 
-The *reference steps* are the steps of the ``full`` reducer's successful episodes, read back
-from their AgentLab folders by the importer's own code (:func:`lrlib.data.importer.episode_rows`),
-so they are exactly what ``lrlib import-traces`` would make of them. Each reducer is scored
-offline on them (:mod:`lrlib.eval.metrics`): target coverage (every target line kept),
-evidence coverage (every evidence group kept), and per episode "covered" (all of the
-episode's steps' targets kept), which is what success should follow if offline coverage is
-the right proxy. Intervals bootstrap over task types (:func:`lrlib.eval.intervals.bootstrap`
-with task as the cluster: seeds of one task share its page layout).
+Each reducer is scored offline on **the steps its own live episodes played** (read back
+from their AgentLab folders by the importer's own code, :func:`lrlib.data.importer.episode_rows`,
+with the lines the live run kept for the policy), against the *reference action*: the one the
+policy takes on the step's full tree. Per step (:func:`own_coverage`): target coverage and
+evidence coverage (:mod:`lrlib.eval.metrics`), and minimal-failure-set coverage
+(:mod:`lrlib.agent.mfs`): ``mfs1``, the first set (one ddmin run, the seeds' study), and
+``mfs``, every disjoint set the policy cannot lose, shown verbatim where it reads the line's
+text. An episode is covered when every step it played is; ``agree_<coverage>`` is the share
+of episodes whose live success equals it. Intervals bootstrap over task types
+(:func:`lrlib.eval.intervals.bootstrap` with task as the cluster: seeds of one task share
+its page layout).
 
 >>> import pandas as pd
 >>> eps = pd.DataFrame({"reducer": ["full"] * 4, "task": ["a", "a", "b", "b"], "seed": [0, 1, 0, 1],
@@ -19,10 +22,12 @@ with task as the cluster: seeds of one task share its page layout).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from lrlib.agent.live import episode_dir
+from lrlib.agent.preprocess import line_numbers
 from lrlib.core.step import Step
 from lrlib.data.importer import episode_rows
 from lrlib.data.traces import read_episode
@@ -70,102 +75,184 @@ def success_table(episodes: Any) -> Any:
     return out[["reducer", "success", "success_lo", "success_hi", "n_episodes", "n_tasks"]]
 
 
-def reference_steps(
-    out: Path, policy: str, tasks: Sequence[str], seeds: Sequence[int]
-) -> list[Step]:
-    """The steps of the ``full`` reducer's successful episodes, as the importer reads them."""
-    steps = []
+@dataclass
+class LiveStep:
+    """A step a reducer's live episode played: the recorded step (FULL tree, goal, history,
+    the action taken) and the lines the reducer kept for the policy at that step."""
+
+    reducer: str
+    task: str
+    seed: int
+    step: Step
+    kept: list[int]
+    stubs: list[int]  # lines shown shortened (bid and role kept: bm25's chunks)
+    text: str  # what the policy was shown
+
+
+def live_steps(
+    out: Path, policy: str, reducer: str, tasks: Sequence[str], seeds: Sequence[int]
+) -> list[LiveStep]:
+    """Every step at which the policy decided in ``reducer``'s recorded episodes, with the
+    kept lines the live run recorded (``agent_info["extra_info"]["lrlib"]["kept"]``)."""
+    from lrlib.data.safepickle import load_path
+
+    found = []
     for task in tasks:
         for seed in seeds:
-            folder = episode_dir(out, "full", policy, task, seed)
-            ep = read_episode(folder, out)
-            if not (ep.summary or {}).get("success"):
+            folder = episode_dir(out, reducer, policy, task, seed)
+            if not (folder / "summary_info.json").is_file():
                 continue
+            ep = read_episode(folder, out)
             for row in episode_rows(ep, set(), []):
+                info = load_path(folder / f"step_{row['step']}.pkl.gz")
+                extra = (getattr(info, "agent_info", None) or {}).get("extra_info") or {}
+                if "lrlib" not in extra:
+                    continue  # the terminal observation: nothing was decided on it
                 row.update(task=f"miniwob.{task}", seed=seed)
+                kept = [int(n) for n in extra["lrlib"]["kept"]]
+                stubs = [int(n) for n in extra["lrlib"].get("stubs") or ()]
+                text = str(extra.get("reduced_axtree_txt") or "")
                 step = Step.from_row(row)
-                if step.target_bids:
-                    steps.append(step)
-    return steps
+                found.append(LiveStep(reducer, task, seed, step, kept, stubs, text))
+    return found
 
 
-def offline_coverage(
-    steps: Sequence[Step], reducers: Sequence[str], mfs: dict[str, list[int]] | None = None
+def reference_step(step: Step, action: str) -> Step:
+    """``step`` with ``action`` as its recorded action (its bids as the targets).
+
+    >>> s = reference_step(Step(goal="g", tree="[3] button 'A'\\n[5] button 'B'"), "click('5')")
+    >>> s.target_lines, s.meta["action"]
+    ([2], "click('5')")
+    """
+    from lrlib.data.actions import parse_action
+
+    act = parse_action(action)
+    bids = tuple(act.bids) if act else ()
+    return replace(step, target_bids=bids, meta={**(step.meta or {}), "action": action})
+
+
+def set_shown(lines: set[int], kept: set[int], shown: set[int], labels: set[int]) -> bool:
+    """Whether a reducer that kept ``kept`` verbatim and showed ``shown`` (kept or stubbed)
+    keeps a failure set ``lines``: every line shown, verbatim where the policy reads its text
+    (``labels``, :attr:`lrlib.agent.mfs.MFSResult.labels`).
+
+    >>> set_shown({2, 5}, kept={2}, shown={2, 5}, labels={2}), set_shown({2, 5}, {2}, {2, 5}, {5})
+    (True, False)
+    """
+    return lines <= shown and (lines & labels) <= kept
+
+
+def own_coverage(
+    played: Sequence[LiveStep], policy: Any, max_sets: int = 32, progress: bool = False
 ) -> Any:
-    """One row per (reducer, step): target and evidence coverage of the reducer's kept lines,
-    and with ``mfs`` (step_id -> minimal failure set) whether it keeps the whole set."""
-    import pandas as pd
+    """One row per live step: offline coverage of what the reducer kept at that very step.
 
+    The reference action is the policy's own on the step's FULL tree (the action it takes
+    with ``full``; a deterministic policy such as the scripted one is free to ask). Beside
+    target and evidence coverage (:mod:`lrlib.eval.metrics`): ``mfs1``, the whole first
+    minimal failure set kept (the seeds' study), and ``mfs``, every disjoint set kept
+    (:func:`lrlib.agent.mfs.build_mfs` with ``max_sets``); ``replay``, the policy shown the
+    kept lines takes the reference action; ``reproduced``, reducing the recorded tree
+    offline keeps exactly the lines the live run kept."""
+    import pandas as pd
+    from tqdm.auto import tqdm
+
+    from lrlib.agent.mfs import build_mfs, same_action
+
+    reducers: dict[str, Any] = {}
+    memo: dict[tuple, Any] = {}
     rows = []
-    for spec in reducers:
-        name, params = parse_spec(spec)
-        reducer = get_reducer(name, **params)
-        for s in steps:
-            r = reducer.reduce(s)
-            rows.append({"reducer": spec, "task": s.meta["task"].removeprefix("miniwob."),
-                         "seed": s.meta["seed"], "step_id": s.step_id,
-                         "target": covers(s, r.kept), "evidence": covers_evidence(s, r.kept),
-                         "reduction": r.reduction,
-                         "mfs": (set(mfs[s.step_id]) <= set(r.kept)) if mfs and s.step_id in mfs else None})  # fmt: skip
+    for ls in tqdm(played, desc="offline coverage", unit="step", disable=not progress):
+        s = ls.step
+        key = (s.goal, tuple(s.history), s.tree)
+        if key not in memo:
+            ref = reference_step(s, policy.act(s.goal, s.history, s.tree).action)
+            memo[key] = (ref, build_mfs(ref, policy, max_sets=max_sets, stubs=True))
+        ref, m = memo[key]
+        if ls.reducer not in reducers:
+            name, params = parse_spec(ls.reducer)
+            reducers[ls.reducer] = get_reducer(name, **params)
+        kept = set(ls.kept)
+        shown = kept | set(ls.stubs)  # a stubbed line still shows its bid and role
+        numbers = line_numbers(ls.text, ls.kept, ls.stubs, len(ref.axtree))
+        replay = policy.act(ref.goal, ref.history, ls.text, numbers)
+        offline = reducers[ls.reducer].reduce(ref)
+        sets = set().union(*map(set, m.sets))
+        labels = set(m.labels or ())
+
+        rows.append({"reducer": ls.reducer, "task": ls.task, "seed": ls.seed,
+                     "step_id": s.step_id, "action": ref.meta["action"],
+                     "target": covers(ref, ls.kept),  # as lrlib evaluate: verbatim
+                     "evidence": covers_evidence(ref, ls.kept),
+                     "mfs1": set_shown(set(m.mfs), kept, shown, labels) if m.usable and m.mfs else None,
+                     "mfs": set_shown(sets, kept, shown, labels) if m.usable and m.sets else None,
+                     "n_sets": len(m.sets), "mfs_size": sum(map(len, m.sets)),
+                     "replay": same_action(replay.action, ref.meta["action"]),
+                     "reproduced": (sorted(offline.kept), sorted(offline.stubs)) == (sorted(kept), sorted(ls.stubs)),
+                     "reduction": 1 - len(kept) / max(1, len(ref.axtree))})  # fmt: skip
     return pd.DataFrame(rows)
 
 
-def coverage_table(cov: Any) -> Any:
-    """Per reducer: step target/evidence coverage and episode coverage, 95% over task types."""
-    import pandas as pd
-
-    cov = cov.assign(target=cov["target"].astype(float), evidence=cov["evidence"].astype(float),
-                     mfs=cov["mfs"].astype(float))  # fmt: skip
-    ep = cov.groupby(["reducer", "task", "seed"], sort=False, as_index=False)[
-        ["target", "mfs"]
-    ].min()
-    parts = []
-    for frame, col, name in ((cov, "target", "target_cov"), (cov, "evidence", "evidence_cov"),
-                             (ep, "target", "episode_cov"), (ep, "mfs", "episode_mfs_cov")):  # fmt: skip
-        if frame[col].isna().all():
-            continue
-        b = bootstrap(frame, col, by="reducer", cluster="task")
-        parts.append(b.rename(columns={"estimate": name, "lo": f"{name}_lo", "hi": f"{name}_hi",
-                                       "n_steps": f"{name}_n"}).drop(columns="n_episodes"))  # fmt: skip
-    out = parts[0]
-    for p in parts[1:]:
-        out = out.merge(p, on="reducer")
-    red = cov.groupby("reducer", sort=False)["reduction"].median().rename("median_reduction")
-    return out.merge(pd.DataFrame(red).reset_index(), on="reducer")
+COVERAGES = ("target", "evidence", "mfs1", "mfs")
 
 
-def agreement(episodes: Any, cov: Any, column: str = "target") -> Any:
-    """Per reducer: share of episodes where live success equals offline episode coverage
-    (``column``: ``target``, or ``mfs`` for minimal-failure-set coverage)."""
-    ep = cov.groupby(["reducer", "task", "seed"], as_index=False)[column].min()
-    m = episodes.merge(ep.dropna(), on=["reducer", "task", "seed"])
-    m["agree"] = (m["success"].astype(bool) == m[column].astype(bool)).astype(float)
-    return m.groupby("reducer", sort=False)["agree"].agg(["mean", "size"]).reset_index()
+def episode_coverage(cov: Any) -> Any:
+    """Per (reducer, task, seed): each coverage of :data:`COVERAGES` over all its steps (an
+    episode is covered when every step it played is; a step without a target or a set
+    counts as covered)."""
+    cols = list(COVERAGES)
+    frame = cov.assign(**{c: cov[c].astype(object).where(cov[c].notna(), True).astype(float)
+                          for c in cols})  # fmt: skip
+    return frame.groupby(["reducer", "task", "seed"], sort=False, as_index=False)[cols].min()
+
+
+def agreement_table(episodes: Any, cov: Any) -> Any:
+    """Per reducer: success beside each episode coverage, and how often success equals it
+    (``agree_<coverage>``), every rate with a 95% interval bootstrapped over task types."""
+    ep = episode_coverage(cov)
+    m = episodes.merge(ep, on=["reducer", "task", "seed"], how="inner")
+    m = m.assign(success=m["success"].astype(float))
+    for c in COVERAGES:
+        m[f"agree_{c}"] = (m["success"].astype(bool) == m[c].astype(bool)).astype(float)
+    out = None
+    for col in ["success", *COVERAGES, *(f"agree_{c}" for c in COVERAGES)]:
+        name = col if col.startswith(("success", "agree")) else f"episode_{col}"
+        b = bootstrap(m, col, by="reducer", cluster="task")
+        b = b.rename(columns={"estimate": name, "lo": f"{name}_lo", "hi": f"{name}_hi"})
+        b = b.rename(columns={"n_steps": "n_episodes", "n_episodes": "n_tasks"})
+        keep = ["reducer", name, f"{name}_lo", f"{name}_hi"]
+        if out is None:
+            out = b[[*keep, "n_episodes", "n_tasks"]]
+        else:
+            out = out.merge(b[keep], on="reducer")
+    steps = cov.groupby("reducer", sort=False).agg(
+        n_live_steps=("step_id", "size"), step_target=("target", "mean"),
+        step_evidence=("evidence", "mean"), step_mfs=("mfs", "mean"),
+        replay_agrees=("replay", "mean"), reproduced=("reproduced", "mean"),
+        median_reduction=("reduction", "median"),
+    )  # fmt: skip
+    return out.merge(steps.reset_index(), on="reducer")
 
 
 def summarise(results: Sequence[dict[str, Any]], out: Path, policy: str) -> Any:
-    """The per-reducer table: success [95%] beside offline coverage [95%], latencies."""
+    """The per-reducer table: success [95%] beside offline coverage of the same steps [95%]
+    and their agreement [95%] (scripted policy: :func:`own_coverage`; other policies:
+    success only, since the reference actions would be model calls), latencies."""
     episodes = episodes_frame(results)
     tasks = list(dict.fromkeys(episodes["task"]))
     seeds = sorted(set(episodes["seed"]))
     reducers = list(dict.fromkeys(episodes["reducer"]))
     table = success_table(episodes)
-    if "full" in reducers:
-        steps = reference_steps(out, policy, tasks, seeds)
-        if steps:
-            sets = None
-            if policy == "scripted":  # free to ask: the same policy's minimal failure sets
-                from lrlib.agent.mfs import build_mfs
-                from lrlib.agent.scripted import ScriptedPolicy
+    if policy == "scripted":  # free to ask: the same policy's actions and failure sets
+        from lrlib.agent.scripted import ScriptedPolicy
 
-                sets = {s.step_id: build_mfs(s, ScriptedPolicy()).mfs for s in steps}
-            cov = offline_coverage(steps, reducers, sets)
-            table = table.merge(coverage_table(cov), on="reducer", how="left")
-            for column, name in (("target", "agreement"), ("mfs", "mfs_agreement")):
-                if cov[column].notna().any():
-                    agree = agreement(episodes, cov, column)
-                    agree.columns = ["reducer", name, f"{name}_n"]
-                    table = table.merge(agree, on="reducer", how="left")
+        played = [s for r in reducers for s in live_steps(out, policy, r, tasks, seeds)]
+        if played:
+            cov = own_coverage(played, ScriptedPolicy())
+            agree = agreement_table(episodes, cov).drop(
+                columns=["success", "success_lo", "success_hi", "n_episodes", "n_tasks"]
+            )
+            table = table.merge(agree, on="reducer", how="left")
     lat = step_latencies(results)
     if len(lat):
         med = lat.groupby("reducer", sort=False)[["reduction_s", "policy_s", "browser_s"]].median()
@@ -175,20 +262,28 @@ def summarise(results: Sequence[dict[str, Any]], out: Path, policy: str) -> Any:
     return table
 
 
-def plot_success_vs_coverage(table: Any, title: str = "") -> Any:
-    """Live success (y) against offline episode coverage (x), one point per reducer, both with
-    their 95% intervals; the diagonal is "success follows coverage". Returns the figure."""
+def plot_success_vs_coverage(table: Any, title: str = "", coverage: str = "episode_mfs") -> Any:
+    """Live success (y) against an offline episode coverage (x; ``episode_target``,
+    ``episode_evidence``, ``episode_mfs1`` or ``episode_mfs``), one point per reducer, both
+    with their 95% intervals; the diagonal is "success follows coverage". Returns the figure."""
     import matplotlib.pyplot as plt
 
+    what = {"episode_target": "every target kept", "episode_evidence": "every evidence kept",
+            "episode_mfs1": "the first minimal failure set kept",
+            "episode_mfs": "every minimal failure set kept"}  # fmt: skip
+    if coverage not in what:
+        raise ValueError(f"unknown coverage {coverage!r}; valid: {', '.join(what)}")
     fig, ax = plt.subplots(figsize=(5.2, 4.6))
+    x = coverage
     for _, r in table.iterrows():
-        ax.errorbar(r["episode_cov"], r["success"],
-                    xerr=[[r["episode_cov"] - r["episode_cov_lo"]], [r["episode_cov_hi"] - r["episode_cov"]]],
+        ax.errorbar(r[x], r["success"],
+                    xerr=[[r[x] - r[f"{x}_lo"]], [r[f"{x}_hi"] - r[x]]],
                     yerr=[[r["success"] - r["success_lo"]], [r["success_hi"] - r["success"]]],
                     fmt="o", capsize=3, label=f"{r['reducer']} (n={int(r['n_episodes'])})")  # fmt: skip
     ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--")
-    ax.set(xlim=(-0.02, 1.02), ylim=(-0.02, 1.02), xlabel="offline episode coverage (all targets kept)",
-           ylabel="live success rate", title=title or "live success vs offline coverage")  # fmt: skip
+    ax.set(xlim=(-0.02, 1.02), ylim=(-0.02, 1.02),
+           xlabel=f"offline episode coverage ({what[x]})", ylabel="live success rate",
+           title=title or "live success vs offline coverage")  # fmt: skip
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     return fig

@@ -13,7 +13,15 @@ For a recorded step (goal, history, full tree, recorded action) and a policy:
 
 MFS coverage of a reducer is the share of usable steps whose whole MFS it keeps: then the
 policy, shown the reduced tree, could still not be pushed off its action by losing those
-lines. Every policy call goes through the policy (an :class:`~lrlib.agent.policy.LLMPolicy`
+lines.
+
+One ddmin run finds *one* minimal failure set. A policy that reads several lines
+independently (every checkbox the goal names, the radio it ticked, both password fields)
+has several: losing any one of them changes its action. With ``max_sets > 1`` the search
+goes on (:func:`build_mfs`): with the sets found so far kept, if removing every other line
+still changes the action, ddmin over those lines finds the next, disjoint set; ``sets``
+lists them all, and a reducer covers the step when it keeps every one (``mfs`` stays the
+first, the seeds' study's). Every policy call goes through the policy (an :class:`~lrlib.agent.policy.LLMPolicy`
 caches its answers like every model call) and is memoised per step.
 
 >>> calls = []
@@ -85,6 +93,8 @@ class MFSResult:
     step_id: str
     usable: bool
     mfs: list[int] = field(default_factory=list)
+    sets: list[list[int]] = field(default_factory=list)  # every disjoint set found (mfs first)
+    labels: list[int] | None = None  # lines of the sets a stub ("[bid] role") cannot replace
     candidates: str = ""  # "relied+evidence", "all", or "" when not usable
     n_candidates: int = 0
     n_lines: int = 0
@@ -105,8 +115,21 @@ def step_action(step: Step) -> str | None:
     return (step.meta or {}).get("action")
 
 
-def build_mfs(step: Step, policy: Policy) -> MFSResult:
-    """The MFS of ``step`` for ``policy`` (module doc)."""
+def build_mfs(step: Step, policy: Policy, max_sets: int = 1, stubs: bool = False) -> MFSResult:
+    """The MFS of ``step`` for ``policy`` (module doc), and up to ``max_sets`` disjoint ones.
+
+    With ``stubs``, ``labels`` lists the lines of the sets whose stub (``[bid] role``, the
+    shortened line bm25's chunks and the learned scorer show) changes the action: the policy
+    needs their text, not only the element (one more call per line of the sets).
+
+    >>> from lrlib.agent.scripted import ScriptedPolicy
+    >>> tree = "RootWebArea 'T'\\n\\t[4] checkbox 'ab', checked='false'\\n\\t[6] checkbox 'cd', checked='false'\\n\\t[8] button 'Submit'"
+    >>> s = Step(goal="Select ab, cd and click Submit.", tree=tree, target_bids=("4",),
+    ...          meta={"action": "click('4')"})
+    >>> r = build_mfs(s, ScriptedPolicy(), max_sets=10)
+    >>> r.mfs, r.sets
+    ([2], [[2], [3]])
+    """
     start = time.perf_counter()
     lines = step.axtree.texts
     n = len(lines)
@@ -134,9 +157,27 @@ def build_mfs(step: Step, policy: Policy) -> MFSResult:
         result.n_candidates = len(cand)
         if not same_action(act(frozenset(cand)), recorded):
             result.mfs = sorted(ddmin(cand, lambda s: not same_action(act(frozenset(s)), recorded)))
+            result.sets = [result.mfs]
         else:
             result.candidates = "none"  # no removal changes the action
-    result.calls = len(memo)
+        found = set(result.mfs)
+        while result.sets and len(result.sets) < max_sets:
+            rest = [i for i in range(1, n + 1) if i not in found]  # the sets found stay shown
+            if not rest or same_action(act(frozenset(rest)), recorded):
+                break
+            nxt = sorted(ddmin(rest, lambda s: not same_action(act(frozenset(s)), recorded)))
+            result.sets.append(nxt)
+            found |= set(nxt)
+        if stubs:
+            result.labels = []
+            for i in sorted(found):
+                texts = list(lines)
+                texts[i - 1] = step.axtree.stub(i - 1)
+                action = policy.act(step.goal, step.history, "\n".join(texts)).action
+                result.calls += 1
+                if not same_action(action, recorded):
+                    result.labels.append(i)
+    result.calls += len(memo)
     result.seconds = time.perf_counter() - start
     return result
 
@@ -162,8 +203,10 @@ def build_all(
     out: Path,
     provenance: dict[str, Any] | None = None,
     progress: bool = True,
+    max_sets: int = 1,
 ) -> list[dict[str, Any]]:
-    """MFS of every step not yet in ``out`` (resumable; one JSON line per step, appended)."""
+    """MFS of every step not yet in ``out`` (resumable; one JSON line per step, appended);
+    ``max_sets``: disjoint sets per step (:func:`build_mfs`)."""
     from tqdm.auto import tqdm
 
     out = Path(out)
@@ -172,8 +215,8 @@ def build_all(
     todo = [s for s in steps if s.step_id not in done]
     with out.open("a") as f:
         for s in tqdm(todo, desc="mfs", unit="step", disable=not progress):
-            r = build_mfs(s, policy)
-            r.provenance = dict(provenance or {})
+            r = build_mfs(s, policy, max_sets=max_sets)
+            r.provenance = {**(provenance or {}), "max_sets": max_sets}
             done[s.step_id] = r.record()
             f.write(json.dumps(done[s.step_id], default=str) + "\n")
             f.flush()

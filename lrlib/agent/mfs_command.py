@@ -30,6 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tasks", default=None,
                         help="comma-separated task types (default: the scripted policy's)")  # fmt: skip
     parser.add_argument("--limit", type=int, default=None, help="at most N steps")
+    parser.add_argument("--sets", type=int, default=1,
+                        help="disjoint minimal failure sets per step: 1 = the seeds' study's "
+                             "one set; more: every set the policy cannot lose, up to N")  # fmt: skip
     parser.add_argument("--out", type=Path, default=None,
                         help="MFS file (default <results dir>/mfs/mfs_<policy>.jsonl)")  # fmt: skip
     parser.add_argument("--overwrite-shipped", action="store_true",
@@ -96,7 +99,9 @@ def run(args: argparse.Namespace) -> int:
     out = _out(args, policy)
     prov = provenance(**policy.provenance(), data=str(args.data or miniwob_path()),
                       packages=package_versions(["lrlib", "openai", "xllamacpp"]))  # fmt: skip
-    results = build_all(steps, policy, out, prov)
+    if args.sets < 1:
+        raise ValueError("--sets must be at least 1")
+    results = build_all(steps, policy, out, prov, max_sets=args.sets)
     usable = [r for r in results if r["usable"]]
     sized = [r for r in usable if r["mfs"]]
     ratio = [r["calls"] / (len(r["mfs"]) * math.log2(max(2, r["n_lines"]))) for r in sized]

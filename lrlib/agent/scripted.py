@@ -172,16 +172,20 @@ def tick_boxes(m, ns, history):
     if not boxes:
         raise Missing("no checkbox or radio")
     wanted = set() if m.group(1) == "nothing" else {w.strip() for w in m.group(1).split(",")}
-    if boxes[0].role == "radio":
+    if boxes[0].role == "radio":  # its checked state decides: it is read at every step
         radio = _one(ns, "radio", m.group(1))
-        return _click(radio) if radio.prop("checked") != "true" else _submit(ns)
+        if radio.prop("checked") != "true":
+            return _click(radio)
+        action, lines = _submit(ns)
+        return action, lines + [radio.n]
     if not wanted <= {b.name for b in boxes}:
         raise Missing(f"no checkbox for {sorted(wanted - {b.name for b in boxes})}")
+    read = [b.n for b in boxes]  # every box's name and state is read (all present? which next?)
     for b in boxes:
         if (b.name in wanted) != (b.prop("checked") == "true"):
-            return _click(b)
+            return _click(b)[0], read
     action, lines = _submit(ns)
-    return action, lines + [b.n for b in boxes]
+    return action, lines + read
 
 
 @rule(r'^(?:Enter|Type) "(.*)" (?:into|in) the text ?(?:field|box)(?: and press Submit)?\.?$')
@@ -218,7 +222,7 @@ def enter_password(m, ns, history):
     if k < 2:
         if len(boxes) < 2:
             raise Missing("fewer than two text fields")
-        return f"fill({boxes[k].bid!r}, {m.group(1)!r})", [boxes[k].n]
+        return f"fill({boxes[k].bid!r}, {m.group(1)!r})", [b.n for b in boxes[:2]]
     return _submit(ns)
 
 

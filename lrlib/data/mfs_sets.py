@@ -32,7 +32,9 @@ def mfs_files() -> dict[str, Path]:
 
 
 def read_sets(path: str | Path) -> dict[str, list[int]]:
-    """step_id -> MFS lines of the usable steps with a non-empty set (torn lines skipped)."""
+    """step_id -> MFS lines of the usable steps with a non-empty set (torn lines skipped);
+    where a step has several disjoint sets (``lrlib mfs --sets N``), their union: a reducer
+    covers the step when it keeps every one of them."""
     out: dict[str, list[int]] = {}
     for line in Path(path).read_text().splitlines():
         try:
@@ -40,7 +42,9 @@ def read_sets(path: str | Path) -> dict[str, list[int]]:
         except ValueError:
             continue
         if isinstance(row, dict) and row.get("usable") and row.get("mfs"):
-            out[str(row["step_id"])] = [int(x) for x in row["mfs"]]
+            lines = {int(x) for x in row["mfs"]}
+            lines.update(int(x) for part in row.get("sets") or () for x in part)
+            out[str(row["step_id"])] = sorted(lines)
     return out
 
 
