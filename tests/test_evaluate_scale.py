@@ -10,6 +10,7 @@ import pytest
 
 from lrlib.cli import main
 from lrlib.data import weblinx
+from lrlib.eval import metrics
 
 FIXTURE = Path(__file__).parent / "fixtures" / "weblinx_bg"
 
@@ -67,9 +68,12 @@ def test_weblinx_rows_are_scored_on_real_targets(tmp_path: Path) -> None:
 
     data = tmp_path / "wl.parquet"
     weblinx.import_weblinx(FIXTURE, data)
-    kept = evaluate_file(["full", "truncate:budget=50"], data, tmp_path / "r.parquet",
-                         jobs=1, progress=False)  # fmt: skip
-    full = kept[kept.reducer == "full"]
+    stats = evaluate_file(["full", "truncate:budget=50"], data, tmp_path / "r.parquet",
+                          jobs=1, progress=False)  # fmt: skip
+    rows = pd.read_parquet(tmp_path / "r.parquet")
+    full = rows[rows.reducer == "full"]
     assert full["covered"].dropna().astype(bool).all() and len(full) == 7
-    cut = kept[kept.reducer == "truncate:budget=50"]
+    cut = rows[rows.reducer == "truncate:budget=50"]
     assert not cut["covered"].dropna().astype(bool).all()  # targets past the budget are lost
+    point = metrics.summarize(stats).set_index("reducer")["coverage"]
+    assert point["full"] == 1.0 and point["truncate:budget=50"] < 1.0
