@@ -17,6 +17,8 @@ from pathlib import Path
 from lrlib import paths
 from lrlib.data.dataset import DEFAULT_NAME
 from lrlib.data.importer import VALIDATION_FRACTION, import_traces
+from lrlib.data.store import is_parquet
+from lrlib.data.traces import find_experiments
 
 
 def default_out() -> Path:
@@ -46,7 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--out",
         type=Path,
         default=None,
-        help="output file (default: $LRLIB_DATA_DIR/observations.jsonl.gz when set, else "
+        help="output file: .jsonl.gz, .jsonl or .parquet (default: "
+        "$LRLIB_DATA_DIR/observations.jsonl.gz when set, else "
         ".lrlib/data/observations.jsonl.gz; never the shipped data/)",
     )
     parser.add_argument(
@@ -60,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="allow writing into the repository's shipped data/ (maintainers: `make data`)",
     )
     parser.add_argument("--strict", action="store_true", help="exit 1 if any file was skipped")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
 
 def check_out(out: Path, force: bool = False, overwrite_shipped: bool = False) -> None:
@@ -85,7 +88,12 @@ def plan(args: argparse.Namespace) -> str:
     args.out = args.out if args.out is not None else default_out()
     check_out(args.out, args.force, args.overwrite_shipped)
     verb = "replacing" if args.out.exists() else "writing"
-    return f"reading the experiment folders under {args.src}; {verb} {args.out}"
+    n = len(find_experiments(args.src))
+    kind = "Parquet" if is_parquet(args.out) else "JSON lines"
+    return (
+        f"reading {n} experiment folder{'s' * (n != 1)} under {args.src} episode by episode; "
+        f"{verb} {args.out} ({kind})"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -107,10 +115,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"import-traces: {exc}", file=sys.stderr)
         return 2
     report = import_traces(
-        args.src, out, fraction=args.validation_fraction, progress=not args.quiet
-    )
+        args.src, out, fraction=args.validation_fraction, progress=not args.quiet,
+        keep_rows=False,
+    )  # fmt: skip
     print(report.text())
-    if not report.rows:
+    if not report.n_rows:
         print("import-traces: no importable steps found", file=sys.stderr)
         return 1
     if not paths.is_shipped(out):

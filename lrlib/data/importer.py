@@ -5,7 +5,8 @@ become the rows of the recorded-observation dataset (:mod:`lrlib.data.dataset`).
 keeps one row per step that has an accessibility tree, drops steps whose page is off the
 benchmark and exact duplicate (goal, tree) pairs within an episode, assigns a fixed
 train/validation/test split (test: whole task families), and writes gzipped JSON lines atomically
-(:func:`lrlib.data.dataset.write_rows`). The schema is documented in ``data/README.md``.
+(:func:`lrlib.data.dataset.write_rows`) or Parquet (:mod:`lrlib.data.store`), one episode in
+memory at a time. The schema is documented in ``data/README.md``.
 
 Off-benchmark rule: every BrowserGym task starts on a page of its benchmark, so the
 *benchmark's hosts* are the URL hosts of the first observation of each of its episodes
@@ -35,10 +36,10 @@ A row's ``family`` is its task name.
 from __future__ import annotations
 
 import hashlib
-import sys
+import json
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,7 @@ from urllib.parse import urlsplit
 from lrlib.data.actions import parse_action
 from lrlib.data.dataset import COLUMNS, write_rows
 from lrlib.data.evidence import evidence_groups
-from lrlib.data.traces import Episode, RawStep, find_experiments, read_episode
+from lrlib.data.traces import Episode, RawStep, find_experiments, iter_steps, read_episode
 
 VALIDATION_FRACTION = 0.3
 #: Task families held out whole as the ``test`` split (why: see data/README.md, "Splits").
@@ -72,7 +73,11 @@ class ImportReport:
     output: str | None = None
     n_folders: int = 0
     n_step_files: int = 0
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)  # kept only when asked
+    n_rows: int = 0
+    episodes: set[str] = field(default_factory=set)
+    per_benchmark: Counter[str] = field(default_factory=Counter)
+    per_split: Counter[str] = field(default_factory=Counter)
     dropped_steps: list[tuple[str, str]] = field(default_factory=list)  # (file, kind)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     notes: list[tuple[str, str]] = field(default_factory=list)
@@ -86,15 +91,12 @@ class ImportReport:
 
     def text(self) -> str:
         """The human-readable summary printed at the end of an import."""
-        eps = {r["episode"] for r in self.rows}
-        per_bench = Counter(r["benchmark"] for r in self.rows)
-        per_split = Counter(r["split"] for r in self.rows)
         out = [
-            f"imported {len(self.rows)} steps from {len(eps)} episodes "
+            f"imported {self.n_rows} steps from {len(self.episodes)} episodes "
             f"({self.n_folders} experiment folders, {self.n_step_files} step files) "
             f"in {self.seconds:.1f} s",
-            "steps per benchmark: " + _fmt(per_bench),
-            "steps per split: " + _fmt(per_split),
+            "steps per benchmark: " + _fmt(self.per_benchmark),
+            "steps per split: " + _fmt(self.per_split),
             "dropped: " + (_fmt(self.dropped) or "nothing"),
             "benchmark hosts: "
             + "; ".join(f"{b}: {', '.join(h)}" for b, h in sorted(self.hosts.items())),
@@ -153,6 +155,24 @@ def benchmark_hosts(episodes: Iterable[Episode]) -> dict[str, set[str]]:
         if first:
             hosts[_host_group(ep)].add(first)
     return dict(hosts)
+
+
+def start_host(folder: Path, root: Path) -> tuple[str, str | None]:
+    """``(host group, host)`` of an experiment folder without reading all of it: the host of
+    its first readable step with an http(s) page, as :func:`benchmark_hosts` takes it (the
+    group: :func:`_host_group`).
+
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> (root / "x_on_webarena.4_2").mkdir()
+    >>> start_host(root / "x_on_webarena.4_2", root)
+    ('webarena', None)
+    """
+    ep = read_episode(folder, root, steps=False)
+    for step in iter_steps(folder, ep.source):
+        if isinstance(step, RawStep) and (h := _host(step.url)):
+            return _host_group(ep), h
+    return _host_group(ep), None
 
 
 def _actions_by_step(ep: Episode) -> dict[int, str | None]:
@@ -301,16 +321,23 @@ def import_traces(
     *,
     fraction: float = VALIDATION_FRACTION,
     progress: bool = False,
+    keep_rows: bool = True,
 ) -> ImportReport:
     """Import every experiment folder at or under ``src``; write ``out`` when given.
 
-    Returns the :class:`ImportReport` (rows in the dataset schema, drop counts, skipped
-    files). ``out`` is written atomically (``.jsonl.gz``, or plain ``.jsonl``).
+    Episode by episode: the start hosts of all folders first (one step each), then each
+    folder read, turned into rows and set aside (a temporary file beside ``out``), and
+    the rows written once the splits are known (they depend on every episode). Peak memory
+    is one episode's, not the dataset's. ``out``: gzipped JSON lines (``.jsonl.gz``, the
+    bytes ``make data`` writes), plain ``.jsonl``, or Parquet (``.parquet``, with the
+    provenance in its metadata; :mod:`lrlib.data.store`), written atomically.
+    ``keep_rows``: also return the rows (:attr:`ImportReport.rows`); ``lrlib import-traces``
+    passes False. ``progress``: a progress bar with ETA per pass (tqdm).
 
     >>> import_traces("/nonexistent").rows
     []
     """
-    from lrlib.core.tokens import count_tokens
+    from tqdm.auto import tqdm
 
     if not 0.0 <= fraction <= 1.0:
         raise ValueError(f"validation fraction must be in [0, 1], got {fraction}")
@@ -319,26 +346,121 @@ def import_traces(
     folders = find_experiments(src)
     root = src.parent if src in folders else src
     report = ImportReport(root=str(src), n_folders=len(folders))
-    episodes = []
-    for i, folder in enumerate(folders, 1):
-        if progress:
-            print(f"\r[{i}/{len(folders)}] {folder.name[:70]:70}", end="", file=sys.stderr)
-        episodes.append(read_episode(folder, root))
-    if progress and folders:
-        print(file=sys.stderr)
-    hosts = benchmark_hosts(episodes)
+    hosts: dict[str, set[str]] = defaultdict(set)
+    bar = dict(disable=not progress, unit="folder", smoothing=0.1)
+    for folder in tqdm(folders, desc="import: start pages", **bar):
+        group, host = start_host(folder, root)
+        if host:
+            hosts[group].add(host)
     report.hosts = {b: sorted(h) for b, h in hosts.items()}
-    for ep in episodes:
-        report.n_step_files += ep.n_files
-        report.rows += episode_rows(ep, hosts.get(_host_group(ep), set()), report.dropped_steps)
-        report.skipped += ep.skipped
-        report.notes += ep.notes
-    for r in report.rows:
-        r["n_tokens"] = count_tokens(r["axtree_txt"])
-    assign_split(report.rows, fraction)
-    report.rows = [{c: r[c] for c in COLUMNS} for r in report.rows]
-    if out is not None and report.rows:  # never replace a dataset with an empty one
-        write_rows(report.rows, out)
-        report.output = str(out)
+    keys: list[dict[str, Any]] = []  # one per episode with rows: what the split needs
+    with _Spill(Path(out) if out is not None else None) as spill:
+        for folder in tqdm(folders, desc="import: episodes", **bar):
+            ep = read_episode(folder, root)
+            report.n_step_files += ep.n_files
+            rows = episode_rows(ep, hosts.get(_host_group(ep), set()), report.dropped_steps)
+            report.skipped += ep.skipped
+            report.notes += ep.notes
+            if not rows:
+                continue
+            _count_tokens(rows)
+            keys.append({k: rows[0][k] for k in ("benchmark", "task", "seed", "episode")})
+            spill.add(rows)
+            if keep_rows:
+                report.rows += rows
+        assign_split(keys, fraction)
+        split = {k["episode"]: (k["family"], k["split"]) for k in keys}
+
+        def final(row: dict[str, Any]) -> dict[str, Any]:
+            row["family"], row["split"] = split[row["episode"]]
+            report.n_rows += 1
+            report.episodes.add(row["episode"])
+            report.per_benchmark[row["benchmark"]] += 1
+            report.per_split[row["split"]] += 1
+            return {c: row[c] for c in COLUMNS}
+
+        report.rows = [final(r) for r in report.rows]
+        if out is not None and keys:  # never replace a dataset with an empty one
+            if keep_rows:
+                batches: Iterable[list[dict[str, Any]]] = [report.rows]
+            else:
+                batches = ([final(r) for r in b] for b in spill.batches())
+            _write(batches, Path(out), report)
+            report.output = str(out)
+        elif not keep_rows:
+            for b in spill.batches():
+                for r in b:
+                    final(r)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _count_tokens(rows: list[dict[str, Any]]) -> None:
+    from lrlib.core.tokens import count_tokens
+
+    for r in rows:
+        r["n_tokens"] = count_tokens(r["axtree_txt"])
+
+
+def _write(batches: Iterable[list[dict[str, Any]]], out: Path, report: ImportReport) -> None:
+    """JSON lines as :func:`lrlib.data.dataset.write_rows` writes them (the same bytes), or
+    Parquet with the import's provenance."""
+    from lrlib.data import store
+
+    if store.is_parquet(out):
+        from lrlib import runinfo
+
+        prov = {**runinfo.provenance(), "source": report.root, "importer": "import-traces"}
+        store.write_row_batches(batches, out, provenance=prov)
+    else:
+        write_rows((r for b in batches for r in b), out)
+
+
+class _Spill:
+    """Rows set aside episode by episode until their split is known: a temporary gzipped
+    JSON-lines file beside the output (in memory when there is no output)."""
+
+    def __init__(self, out: Path | None) -> None:
+        self.out, self.path, self.fh, self.memory = out, None, None, []
+
+    def __enter__(self) -> _Spill:
+        if self.out is not None:
+            import gzip
+            import tempfile
+
+            self.out.parent.mkdir(parents=True, exist_ok=True)
+            fd, name = tempfile.mkstemp(dir=self.out.parent, prefix=f".{self.out.name}.",
+                                        suffix=".rows.tmp")  # fmt: skip
+            self.path = Path(name)
+            self.fh = gzip.open(open(fd, "wb"), "wt", encoding="utf-8", compresslevel=1)
+        return self
+
+    def add(self, rows: list[dict[str, Any]]) -> None:
+        if self.fh is None:
+            self.memory.append(rows)
+            return
+        for r in rows:
+            self.fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+
+    def batches(self) -> Iterator[list[dict[str, Any]]]:
+        if self.fh is None:
+            yield from self.memory
+            return
+        import gzip
+
+        self.fh.close()
+        with gzip.open(self.path, "rt", encoding="utf-8") as f:
+            batch: list[dict[str, Any]] = []
+            for line in f:
+                batch.append(json.loads(line))
+                if len(batch) >= 512:
+                    yield batch
+                    batch = []
+            if batch:
+                yield batch
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fh is not None:
+            self.fh.close()
+        if self.path is not None:
+            self.path.unlink(missing_ok=True)

@@ -206,8 +206,31 @@ def _goal_object_text(value: Any) -> str | None:
     return None
 
 
-def read_episode(folder: str | Path, root: str | Path) -> Episode:
+def iter_steps(folder: str | Path, rel: str) -> Iterator[RawStep | tuple[str, str]]:
+    """The step files of ``folder`` in step order, one at a time: a :class:`RawStep`, or
+    ``(source, reason)`` for a file that cannot be read (``rel``: the folder's path in
+    ``source`` names).
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "step_0.pkl.gz").write_bytes(b"not gzip")
+    >>> [type(x).__name__ for x in iter_steps(d, "run")]
+    ['tuple']
+    """
+    for number, path in _step_files(Path(folder)):
+        source = f"{rel}/{path.name}"
+        try:
+            step = read_step(path, source)
+        except READ_ERRORS as exc:
+            yield source, _reason(exc)
+            continue
+        step.step = number
+        yield step
+
+
+def read_episode(folder: str | Path, root: str | Path, steps: bool = True) -> Episode:
     """Read one experiment folder; ``root`` is what ``source`` paths are relative to.
+    ``steps=False``: only what the folder's name says (no file is read).
 
     >>> import tempfile
     >>> root = Path(tempfile.mkdtemp())
@@ -220,16 +243,14 @@ def read_episode(folder: str | Path, root: str | Path) -> Episode:
     rel = folder.relative_to(root).as_posix() if folder != root else folder.name
     benchmark, task, seed = parse_folder_name(folder.name)
     ep = Episode(name=folder.name, source=rel, benchmark=benchmark, task=task, seed=seed)
-    for number, path in _step_files(folder):
-        source = f"{rel}/{path.name}"
+    if not steps:
+        return ep
+    for item in iter_steps(folder, rel):
         ep.n_files += 1
-        try:
-            step = read_step(path, source)
-        except READ_ERRORS as exc:
-            ep.skipped.append((source, _reason(exc)))
-            continue
-        step.step = number
-        ep.steps.append(step)
+        if isinstance(item, RawStep):
+            ep.steps.append(item)
+        else:
+            ep.skipped.append(item)
     summary = folder / "summary_info.json"
     if summary.is_file():
         try:
