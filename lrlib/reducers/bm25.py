@@ -25,7 +25,10 @@ window lying inside the previous one; lrlib does neither.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Sequence
+from itertools import chain, repeat
 
 import numpy as np
 
@@ -34,25 +37,125 @@ from lrlib.reducers.base import Output, Reducer
 from lrlib.reducers.chunking import chunks_of, chunks_output, lines_output, query_of
 from lrlib.reducers.registry import register_reducer
 
+K1, B = 1.5, 0.75  # bm25s's defaults
+STOPWORDS = (
+    "a",
+    "an",
+    "and",
+    "are",
+    "as",
+    "at",
+    "be",
+    "but",
+    "by",
+    "for",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "no",
+    "not",
+    "of",
+    "on",
+    "or",
+    "such",
+    "that",
+    "the",
+    "their",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "to",
+    "was",
+    "will",
+    "with",
+)  # fmt: skip  (bm25s's English list)
+_STOP = frozenset(STOPWORDS)
+_RUN = re.compile(r"\w\w+")  # as r"\b\w\w+\b": a run of word characters is one token
+
+
+def tokens(text: str) -> list[str]:
+    """``bm25s``'s tokens of ``text``: lower-cased runs of two or more word characters
+    (scikit-learn's pattern), stop words included (:func:`term_counts` drops them).
+
+    >>> tokens("Add to Cart_2, x")
+    ['add', 'to', 'cart_2']
+    """
+    return _RUN.findall(text.lower())
+
+
+def term_counts(
+    docs: Sequence[Sequence[str]], words: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """For every document's :func:`tokens`: how many are not stop words (its BM25 length),
+    and how often each of ``words`` occurs (one column per word).
+
+    >>> n, tf = term_counts([["add", "to", "cart"], ["cart", "cart"]], ["cart"])
+    >>> n.tolist(), tf.tolist()
+    ([2, 2], [[1], [2]])
+    """
+    n = len(docs)
+    flat = list(chain.from_iterable(docs))
+    doc = np.repeat(np.arange(n), np.fromiter(map(len, docs), np.int64, n))
+    stop = np.fromiter(map(_STOP.__contains__, flat), bool, len(flat))
+    lengths = np.bincount(doc[~stop], minlength=n)
+    column = {w: k for k, w in enumerate(words)}
+    ids = np.fromiter(map(column.get, flat, repeat(-1)), np.int64, len(flat))
+    hit = ids >= 0
+    q = len(words)
+    tf = np.bincount(doc[hit] * q + ids[hit], minlength=n * q).reshape(n, q)
+    return lengths, tf
+
+
+def query_terms(query: str) -> tuple[list[str], list[int]]:
+    """The query's distinct non-stop :func:`tokens` and, in query order with repeats, the
+    index of each (``bm25s`` sums a repeated word twice).
+
+    >>> query_terms("cart the cart home")
+    (['cart', 'home'], [0, 0, 1])
+    """
+    seq = [w for w in tokens(query) if w not in _STOP]
+    words = list(dict.fromkeys(seq))
+    index = {w: k for k, w in enumerate(words)}
+    return words, [index[w] for w in seq]
+
+
+def scores_from_counts(lengths: np.ndarray, tf: np.ndarray, order: Sequence[int]) -> np.ndarray:
+    """BM25 (Lucene variant, ``k1=1.5``, ``b=0.75``) of documents of ``lengths`` with term
+    counts ``tf`` (:func:`term_counts`), for a query whose terms are the columns ``order``,
+    computed as ``bm25s`` does: float32 pair scores from float64, added in query order in
+    float32 (the same numbers bit for bit, ``tests/test_features_fast.py``).
+
+    >>> (scores_from_counts(np.array([2, 2]), np.array([[1], [0]]), [0]) > 0).tolist()
+    [True, False]
+    """
+    n = len(lengths)
+    scores = np.zeros(n, dtype=np.float32)
+    if not n or not tf.any():  # no query word in the corpus: bm25s scores nothing
+        return scores
+    df = np.count_nonzero(tf, axis=0).tolist()
+    idf = np.array([math.log(1 + (n - f + 0.5) / (f + 0.5)) for f in df], np.float32)
+    norm = K1 * ((1 - B) + B * lengths / (int(lengths.sum()) / n))
+    tf = tf.astype(float)
+    pair = (idf.astype(float) * (tf / (norm[:, None] + tf))).astype(np.float32)
+    for k in order:
+        scores += pair[:, k]
+    return scores
+
 
 def bm25_scores(documents: Sequence[str], query: str) -> np.ndarray:
-    """BM25 score of every document for ``query`` (English stop words removed).
+    """BM25 score of every document for ``query`` (English stop words removed), the
+    numbers ``bm25s`` gives, counted with numpy for the query's words only.
 
     >>> (bm25_scores(["add to cart", "home page", "cart total"], "cart") > 0).tolist()
     [True, False, True]
     """
-    import bm25s
-
-    if not documents:
-        return np.zeros(0, dtype=np.float32)
-    corpus = bm25s.tokenize(list(documents), stopwords="en", show_progress=False)
-    words = bm25s.tokenize([query], stopwords="en", show_progress=False, return_ids=False)[0]
-    words = [w for w in words if w in corpus.vocab]
-    if not words:
-        return np.zeros(len(documents), dtype=np.float32)
-    index = bm25s.BM25()
-    index.index(corpus, show_progress=False)
-    return np.asarray(index.get_scores(words), dtype=np.float32)
+    words, order = query_terms(query)
+    lengths, tf = term_counts([tokens(d) for d in documents], words)
+    return scores_from_counts(lengths, tf, order)
 
 
 @register_reducer("bm25")

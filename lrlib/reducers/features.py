@@ -28,19 +28,23 @@ just acted on) may only lower a score: training refuses a positive weight for th
 from __future__ import annotations
 
 import math
+import operator
 import re
+from itertools import repeat
 
 import numpy as np
 
 from lrlib.core.axtree import AxTree
 from lrlib.core.step import Step
 from lrlib.data.actions import parse_code
-from lrlib.reducers.bm25 import bm25_scores
+from lrlib.reducers.bm25 import query_terms, scores_from_counts, term_counts, tokens
 from lrlib.reducers.chunking import query_of
 from lrlib.reducers.lexicon import (
+    content,
     goal_terms,
     in_goal,
     normalise,
+    normalise_lines,
     quoted_phrases,
     switched_off,
     term_matcher,
@@ -89,6 +93,7 @@ FEATURES: tuple[str, ...] = (
 # page or agent state: may only lower a score
 DEMOTE_ONLY = ("field_pending", "last_el", "filled", "done_choice")
 _NAME = re.compile(r"^(?:'((?:[^'\\]|\\.)*)')?")
+_OWN_NAME = re.compile(r"^(?:'((?:[^'\\\n]|\\.)*)')?", re.MULTILINE)
 _HEAD = re.compile(r"^(?:\[[^\]\s]*\] ?)?(?:[A-Za-z][\w-]*)?")
 _URL = re.compile(r"url='[^']*'")
 _PAGE_STATE = re.compile(r", (?:focused|autofocus)(?=,|$)")  # set by the page: never read
@@ -106,6 +111,13 @@ ROLE_WORDS: dict[str, tuple[str, ...]] = {
     "link": ("link",),
     "item": ("tab", "menu", "item"),
 }
+
+
+_C = {name: k for k, name in enumerate(FEATURES)}
+_GROUP_ID = {role: _GROUP_NAMES.index(g) for role, g in ROLE_OF.items()}
+_OTHER, _CHROME, _FORM = (_GROUP_NAMES.index(g) for g in ("other", "chrome", "form"))
+_INTERACTIVE = np.array([g in INTERACTIVE for g in _GROUP_NAMES])
+_CARRIER = np.array([g in _CARRIES for g in _GROUP_NAMES])
 
 
 def role_group(role: str | None) -> str:
@@ -180,21 +192,61 @@ def kids_text(tree: AxTree, names: list[str]) -> list[str]:
     return out
 
 
-def _hops(tree: AxTree, last: int) -> np.ndarray:
-    """Tree distance (edges) from every line to 0-based line ``last``."""
+def kid_pairs(tree: AxTree) -> tuple[np.ndarray, np.ndarray]:
+    """The (line, child line) pairs of :func:`kids_text`, 0-based, each line's children in
+    page order: the first :data:`KIDS` bid-less children, and grandchildren under a
+    bid-less child.
+
+    >>> from lrlib.core.axtree import parse
+    >>> [a.tolist() for a in kid_pairs(parse("[1] generic\\n\\tgroup\\n\\t\\tStaticText 'Go'"))]
+    [[0, 0, 1], [1, 2, 2]]
+    """
     n = len(tree)
-    up = {last: 0}
-    q, d = tree.parents[last], 1
+    parents = np.asarray(tree.parents, np.int64).reshape(n)
+    bidless = np.fromiter(map(operator.is_, tree.bids, repeat(None)), bool, n)
+    child = np.flatnonzero(bidless & (parents >= 0))
+    up = parents[child]
+    far = bidless[up] & (parents[up] >= 0)
+    line = np.concatenate([up, parents[up[far]]])
+    kid = np.concatenate([child, child[far]])
+    order = np.lexsort((kid, line))
+    line, kid = line[order], kid[order]
+    start = np.flatnonzero(np.r_[True, line[1:] != line[:-1]]) if len(line) else line
+    rank = np.arange(len(line)) - np.repeat(start, np.diff(np.r_[start, len(line)]))
+    keep = rank < KIDS
+    return line[keep], kid[keep]
+
+
+def _ancestry(
+    parents: list[int], chrome: list[bool], last: int | None
+) -> tuple[list[bool], np.ndarray | None]:
+    """Whether each line is inside chrome, and its tree distance (edges) to 0-based line
+    ``last`` (to a line under another root: both depths plus two). One pass in page order,
+    where a parent comes before its children: a recurrence over the lines, which for trees
+    of a few hundred lines costs less than any level-by-level numpy walk."""
+    n = len(parents)
+    inside = list(chrome)
+    depth = [0] * n
+    path = set()
+    q = last if last is not None else -1
     while q >= 0:
-        up[q] = d
-        q, d = tree.parents[q], d + 1
-    out = np.zeros(n)
-    for i in range(n):
-        q, d = i, 0
-        while q >= 0 and q not in up:
-            q, d = tree.parents[q], d + 1
-        out[i] = d + up[q] if q >= 0 else d + len(up)
-    return out
+        path.add(q)
+        q = parents[q]
+    meet = [-1] * n  # the nearest ancestor (or the line itself) on last's path to its root
+    for i, p in enumerate(parents):
+        if p >= 0:
+            depth[i] = depth[p] + 1
+            if inside[p]:
+                inside[i] = True
+            meet[i] = i if i in path else meet[p]
+        elif i in path:
+            meet[i] = i
+    if last is None:
+        return inside, None
+    d, a = np.asarray(depth), np.asarray(meet)
+    to_last = d[last]
+    at = d[np.maximum(a, 0)]
+    return inside, np.where(a >= 0, d - at + to_last - at, d + 1 + to_last + 1).astype(float)
 
 
 def _rel(scores: np.ndarray) -> np.ndarray:
@@ -202,120 +254,170 @@ def _rel(scores: np.ndarray) -> np.ndarray:
     return scores / top if top > 0 else np.zeros_like(scores)
 
 
+def _goal_term_pattern(goal: set[str]) -> re.Pattern[str]:
+    """Finds, in lower-cased text, the words whose :func:`.lexicon.terms` entry is in
+    ``goal`` (a word of four characters or fewer whole, a longer one by its first five):
+    group ``t`` is that entry, the match the whole word (a stop word does not count)."""
+    # each branch starts with its literal (a fast scan), then looks back: (?<![a-z0-9])t
+    branches = [
+        rf"{re.escape(t)}(?<![a-z0-9]{re.escape(t)})" + ("" if len(t) == 5 else "(?![a-z0-9])")
+        for t in sorted(goal)
+    ]
+    return re.compile(rf"(?P<t>{'|'.join(branches)})[a-z0-9]*")
+
+
+def _found(
+    pattern: re.Pattern[str] | None, text: str, starts: np.ndarray, n: int, words: bool = False
+) -> np.ndarray:
+    """Which lines (``starts``: offsets of each line in ``text``) hold which matches of
+    ``pattern`` (``words``: its group ``t``, where the whole match is no stop word): a
+    (lines x distinct matches) boolean matrix."""
+    if pattern is None:
+        return np.zeros((n, 0), bool)
+    if words:
+        hits = [(m.start(), m["t"]) for m in pattern.finditer(text) if content(m[0])]
+    else:
+        hits = [(m.start(), m[0]) for m in pattern.finditer(text)]
+    seen = {w: k for k, w in enumerate(dict.fromkeys(w for _, w in hits))}
+    out = np.zeros((n, len(seen)), bool)
+    if hits:
+        at = np.searchsorted(starts, [a for a, _ in hits], side="right") - 1
+        out[at, [seen[w] for _, w in hits]] = True
+    return out
+
+
+def _with_kids(own: np.ndarray, line: np.ndarray, kid: np.ndarray) -> np.ndarray:
+    """Per line, the sum of ``own`` rows over its kid lines (:func:`kid_pairs`)."""
+    out = np.zeros(own.shape, own.dtype if own.dtype != bool else np.int64)
+    np.add.at(out, line, own[kid])
+    return out
+
+
+def _capped(matrix: np.ndarray) -> np.ndarray:
+    """Distinct columns present per row, at most two, halved."""
+    return np.minimum(2, np.count_nonzero(matrix, axis=1)) / 2
+
+
 def line_features(step: Step) -> np.ndarray:
-    """The feature matrix of ``step``: one row per line, columns :data:`FEATURES`."""
+    """The feature matrix of ``step``: one row per line, columns :data:`FEATURES` (one pass
+    of numpy over the lines; ``tests/test_features_fast.py`` holds it to the per-line
+    definitions, kept in ``tests/legacy_features.py``)."""
     tree = step.axtree
     n = len(tree)
-    col = {name: k for k, name in enumerate(FEATURES)}
     X = np.zeros((n, len(FEATURES)))
     if n == 0:
         return X
     names = line_names(tree)
-    kids = kids_text(tree, names)
-    query = query_of(step)
-    bm = bm25_scores(names, query)
-    bm_kids = bm25_scores([f"{t} {k}" for t, k in zip(names, kids, strict=True)], query)
+    low = [t.lower() for t in names]
+    line, kid = kid_pairs(tree)
+    gid = np.fromiter(map(_GROUP_ID.get, tree.roles, repeat(_OTHER)), np.int64, n)
+    parents = np.asarray(tree.parents, np.int64)
+    has_bid = np.fromiter(map(operator.is_not, tree.bids, repeat(None)), bool, n)
+    # BM25 of the names, and of each name with its kids' text (counted from the names)
+    words, order = query_terms(query_of(step))
+    lengths, tf = term_counts([tokens(t) for t in names], words)
+    X[:, _C["bm25_rel"]] = _rel(scores_from_counts(lengths, tf, order))
+    X[:, _C["kids_bm25_rel"]] = _rel(
+        scores_from_counts(
+            lengths + _with_kids(lengths, line, kid), tf + _with_kids(tf, line, kid), order
+        )
+    )
     goal = terms(step.goal)
     acted, last = history_bids(step.history)
     last_line = tree.line_of(last) if last else None
-    groups = [role_group(r) for r in tree.roles]
-    n_children = np.bincount([p for p in tree.parents if p >= 0], minlength=n)
+    n_children = np.bincount(parents[parents >= 0], minlength=n)
     depth = np.asarray(tree.depths, float)
-    X[np.arange(n), [col[f"role_{g}"] for g in groups]] = 1.0
-    X[:, col["has_bid"]] = [b is not None for b in tree.bids]
-    X[:, col["interactive"]] = [g in INTERACTIVE for g in groups]
-    X[:, col["no_role"]] = [r is None for r in tree.roles]
-    X[:, col["depth"]] = depth / max(1.0, depth.max())
-    name_len = np.array([len(_NAME.match(t).group(1) or "") for t in names], float)
-    X[:, col["log_len"]] = np.log1p(name_len)
-    X[:, col["empty_name"]] = name_len == 0
-    X[:, col["has_url"]] = ["url='" in t for t in tree.texts]
-    X[:, col["log_children"]] = np.log1p(n_children)
-    X[:, col["leaf"]] = n_children == 0
-    X[:, col["bm25_rel"]] = _rel(bm)
-    X[:, col["kids_bm25_rel"]] = _rel(bm_kids)
+    X[np.arange(n), gid] = 1.0  # role_* are the first columns, in group order
+    X[:, _C["has_bid"]] = has_bid
+    inter = _INTERACTIVE[gid]
+    X[:, _C["interactive"]] = inter
+    X[:, _C["no_role"]] = np.fromiter(map(operator.is_, tree.roles, repeat(None)), bool, n)
+    X[:, _C["depth"]] = depth / max(1.0, depth.max())
+    own_names = _OWN_NAME.findall("\n".join(names))  # _NAME of each line, in one pass
+    name_len = np.fromiter(map(len, own_names), float, n)
+    X[:, _C["log_len"]] = np.log1p(name_len)
+    X[:, _C["empty_name"]] = name_len == 0
+    X[:, _C["has_url"]] = np.fromiter(map(operator.contains, tree.texts, repeat("url='")), bool, n)
+    X[:, _C["log_children"]] = np.log1p(n_children)
+    X[:, _C["leaf"]] = n_children == 0
+    text = "\n".join(low)
+    starts = np.cumsum([0, *(len(t) + 1 for t in low[:-1])])
     if goal:
-        X[:, col["hits"]] = [min(2, len(terms(t) & goal)) / 2 for t in names]
-        X[:, col["kids_hits"]] = [min(2, len(terms(k) & goal)) / 2 for k in kids]
+        found = _found(_goal_term_pattern(goal), text, starts, n, words=True)
+        X[:, _C["hits"]] = _capped(found)
+        X[:, _C["kids_hits"]] = _capped(_with_kids(found, line, kid))
     match = term_matcher(goal_terms(step.goal))
-    if match is not None:  # goal words found inside words: best-selling ~ Bestsellers
-        X[:, col["sub_hits"]] = [min(2, len(set(match.findall(t.lower())))) / 2 for t in names]
-        X[:, col["kids_sub_hits"]] = [min(2, len(set(match.findall(k.lower())))) / 2 for k in kids]
-    X[:, col["log_cost"]] = [math.log1p(len(unfocused(t)) / 4) for t in tree.texts]
-    X[:, col["acted"]] = [b is not None and b in acted for b in tree.bids]
-    if last_line is not None:
-        i = last_line - 1
+    sub = _found(match, text, starts, n)
+    X[:, _C["sub_hits"]] = _capped(sub)
+    X[:, _C["kids_sub_hits"]] = _capped(_with_kids(sub, line, kid))
+    chars = np.fromiter(map(len, tree.texts), float, n)
+    for i in (i for i, t in enumerate(tree.texts) if "focus" in t):
+        chars[i] = len(unfocused(tree.texts[i]))
+    X[:, _C["log_cost"]] = np.fromiter(map(math.log1p, (chars / 4).tolist()), float, n)
+    bid_acted = np.fromiter(map(acted.__contains__, tree.bids), bool, n)
+    X[:, _C["acted"]] = bid_acted
+    i = last_line - 1 if last_line is not None else None
+    chrome, hops = _ancestry(tree.parents, (gid == _CHROME).tolist(), i)
+    if i is not None:
         dist = np.arange(n) - i
-        X[:, col["has_last"]] = 1.0
-        X[:, col["near_after"]] = (dist > 0) & (dist <= NEAR)
-        X[:, col["log_hops"]] = np.log1p(_hops(tree, i))
-        X[:, col["same_parent"]] = np.asarray(tree.parents) == tree.parents[i]
+        X[:, _C["has_last"]] = 1.0
+        X[:, _C["near_after"]] = (dist > 0) & (dist <= NEAR)
+        X[:, _C["log_hops"]] = np.log1p(hops)
+        X[:, _C["same_parent"]] = parents == parents[i]
     else:
-        X[:, col["log_hops"]] = math.log1p(depth.max() * 2)
-    chrome = np.zeros(n, bool)
-    for i, p in enumerate(tree.parents):
-        chrome[i] = groups[i] == "chrome" or (p >= 0 and chrome[p])
-    X[:, col["in_chrome"]] = chrome
-    inter = X[:, col["interactive"]]
-    X[:, col["interactive_x_bm25"]] = inter * X[:, col["bm25_rel"]]
-    X[:, col["interactive_x_kids"]] = inter * X[:, col["kids_bm25_rel"]]
-    X[:, col["unnamed_x_near"]] = (
-        X[:, col["empty_name"]]
-        * X[:, col["has_bid"]]
-        * (X[:, col["same_parent"]] + X[:, col["near_after"]] > 0)
+        X[:, _C["log_hops"]] = math.log1p(depth.max() * 2)
+    X[:, _C["in_chrome"]] = chrome
+    X[:, _C["interactive_x_bm25"]] = inter * X[:, _C["bm25_rel"]]
+    X[:, _C["interactive_x_kids"]] = inter * X[:, _C["kids_bm25_rel"]]
+    X[:, _C["unnamed_x_near"]] = (
+        X[:, _C["empty_name"]]
+        * X[:, _C["has_bid"]]
+        * (X[:, _C["same_parent"]] + X[:, _C["near_after"]] > 0)
     )
-    _name_order_state(step, names, kids, groups, match, acted, last, X)
-    return X
-
-
-def _name_order_state(
-    step: Step,
-    names: list[str],
-    kids: list[str],
-    groups: list[str],
-    match: re.Pattern[str] | None,
-    acted: set[str],
-    last: str | None,
-    X: np.ndarray,
-) -> None:
-    """Fill the whole-name, order and state columns of ``X`` (see the module doc)."""
-    tree = step.axtree
-    col = {name: k for k, name in enumerate(FEATURES)}
-    goal = normalise(step.goal)
+    clickable = has_bid & inter
+    form = gid == _FORM
+    # whole names against the goal
+    goal_n = normalise(step.goal)
+    padded = f" {goal_n} "
     quotes = quoted_phrases(step.goal)
+    own = normalise_lines(own_names)
+    quoted = np.fromiter((bool(o) and o in quotes for o in own), bool, n)
+    named = np.zeros(n, bool)
+    for k in (k for k, o in enumerate(own) if o and f" {o} " in padded):
+        named[k] = in_goal(own[k], goal_n)
+    X[:, _C["quoted"]] = quoted
+    X[:, _C["name_in_goal"]] = named
+    # an unnamed element whose kids' text is a name the goal mentions
+    carries = has_bid & _CARRIER[gid] & np.fromiter(map(operator.not_, own), bool, n)
+    carries &= np.fromiter(map(operator.ne, tree.roles, repeat("LabelText")), bool, n)
+    carries &= _with_kids((quoted | named)[:, None], line, kid)[:, 0] > 0
+    X[:, _C["carrier"]] = carries
+    kinds = [any(f" {w} " in padded for w in ROLE_WORDS.get(g, ())) for g in _GROUP_NAMES]
+    X[:, _C["role_in_goal"]] = np.array(kinds, bool)[gid]
+    # order: goal-mentioning text lines above a clickable one, interactive lines so far
+    mentions = ~clickable & sub.any(axis=1)
+    idx = np.arange(n)
+    hit_at = np.maximum.accumulate(np.where(mentions, idx, -HIT_WINDOW - 1))
+    gap = idx - hit_at
+    near = clickable & (gap <= HIT_WINDOW) & (gap > 0)
+    X[near, _C["hit_before"]] = 1.0 / gap[near]
+    seen = np.cumsum(clickable) - clickable
+    X[:, _C["inter_order"]] = np.fromiter(map(math.log1p, seen.tolist()), float, n)
+    # state
+    untouched = form & has_bid & ~bid_acted
+    X[:, _C["field_pending"]] = clickable & ~form & ((np.cumsum(untouched) - untouched) > 0)
+    X[:, _C["last_el"]] = np.fromiter(map(operator.eq, tree.bids, repeat(last)), bool, n) & (
+        last is not None
+    )
+    for k in np.flatnonzero(form):
+        X[k, _C["filled"]] = bool(_FILLED.search(tree.texts[k]))
     off = switched_off(step.goal)
-    kinds = {g: any(f" {w} " in f" {goal} " for w in words) for g, words in ROLE_WORDS.items()}
+    for k in np.flatnonzero(named | (X[:, _C["hits"]] > 0)):
+        X[k, _C["done_choice"]] = bool(_CHECKED.search(tree.texts[k])) and own[k] not in off
     first = not step.history
-    seen, hit_at = 0, -HIT_WINDOW - 1  # interactive lines so far; last goal-mentioning text
-    pending = False  # a form field above that no action has touched yet
-    for i, (name, group, bid) in enumerate(zip(names, groups, tree.bids, strict=True)):
-        own = normalise(_NAME.match(name).group(1) or "")
-        X[i, col["quoted"]] = bool(own) and own in quotes
-        X[i, col["name_in_goal"]] = in_goal(own, goal)
-        if bid is not None and not own and group in _CARRIES and tree.roles[i] != "LabelText":
-            named = (normalise(_NAME.match(k).group(1) or "") for k in kids[i].split("\n"))
-            X[i, col["carrier"]] = any(k and (k in quotes or in_goal(k, goal)) for k in named)
-        X[i, col["role_in_goal"]] = kinds.get(group, False)
-        clickable = bid is not None and group in INTERACTIVE
-        if not clickable and match is not None and match.search(name.lower()):
-            hit_at = i
-        elif clickable and i - hit_at <= HIT_WINDOW:
-            X[i, col["hit_before"]] = 1.0 / (i - hit_at)
-        X[i, col["inter_order"]] = math.log1p(seen)
-        seen += clickable
-        X[i, col["field_pending"]] = clickable and group != "form" and pending
-        pending = pending or (group == "form" and bid is not None and bid not in acted)
-        X[i, col["last_el"]] = last is not None and bid == last
-        X[i, col["filled"]] = group == "form" and bool(_FILLED.search(tree.texts[i]))
-        # ticked and named by the goal, which does not want it off: done (a ticked box the
-        # goal does not name may be one to untick: no signal either way)
-        X[i, col["done_choice"]] = (
-            bool(_CHECKED.search(tree.texts[i]))
-            and (X[i, col["name_in_goal"]] > 0 or X[i, col["hits"]] > 0)
-            and own not in off
-        )
-    X[:, col["first_step"]] = first
-    X[:, col["first_x_order"]] = first * X[:, col["inter_order"]]
+    X[:, _C["first_step"]] = first
+    X[:, _C["first_x_order"]] = first * X[:, _C["inter_order"]]
+    return X
 
 
 def carriers(X: np.ndarray, p: np.ndarray, k: int) -> list[int]:

@@ -35,6 +35,7 @@ _SUFFIX = re.compile(r"(?:ies|ings?|es|ed|s)$")
 # "double", “curly” or 'single' quotes (a single quote only between non-letters: not it's)
 _QUOTE = re.compile(r'"([^"]{1,80})"|“([^”]{1,80})”|(?<![A-Za-z])\'([^\']{1,80})\'(?![A-Za-z])')
 _NOT_NAME = re.compile(r"[^\w#@$%&+./:-]+")
+_NOT_NAME_LINE = re.compile(r"[^\w#@$%&+./:\n-]+")  # the same, within lines
 # a name the goal wants off: {'Eclipse IDE': False}, "uncheck 'Eclipse IDE'"
 _OFF = re.compile(
     r"""(?:["'“]([^"'”]{1,80})["'”]\s*:\s*(?:false|no|off)\b)"""
@@ -82,13 +83,14 @@ def term_matcher(terms: list[str]) -> re.Pattern[str] | None:
     (True, None)
     """
     parts = []
-    for t in terms:
+    for t in terms:  # each branch starts with its literal (a fast scan), then looks back
+        e = re.escape(t)
         if t.isdigit():
-            parts.append(rf"(?<![0-9]){t}(?![0-9])")
+            parts.append(rf"{e}(?<![0-9]{e})(?![0-9])")  # = (?<![0-9])t(?![0-9])
         elif len(t) >= 4:
-            parts.append(re.escape(t))
+            parts.append(e)
         else:
-            parts.append(rf"\b{re.escape(t)}")
+            parts.append(rf"{e}(?<!\w{e})")  # = \bt, t starting with a word character
     return re.compile("|".join(parts)) if parts else None
 
 
@@ -109,6 +111,19 @@ def normalise(text: str) -> str:
     ('tab #2', 'choose the colour:')
     """
     return " ".join(_NOT_NAME.sub(" ", text.casefold()).split())
+
+
+def normalise_lines(texts: list[str]) -> list[str]:
+    """:func:`normalise` of each of ``texts`` (which hold no ``\\n``), in one pass over
+    their joined text.
+
+    >>> normalise_lines(["  Tab #2 (", "", "Choose the colour:"])
+    ['tab #2', '', 'choose the colour:']
+    """
+    if not texts:
+        return []
+    lines = _NOT_NAME_LINE.sub(" ", "\n".join(texts).casefold()).split("\n")
+    return [" ".join(t.split()) for t in lines]
 
 
 def quoted_phrases(goal: str) -> set[str]:

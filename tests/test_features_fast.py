@@ -1,0 +1,189 @@
+"""The one-pass numpy feature extraction gives the per-line definitions' values exactly, and
+the learned, program and bm25 reducers keep the same lines as before it (issue 24).
+
+The reference is ``tests/legacy_features.py``: a frozen copy of the per-line implementation
+(lexicon, features, bm25 through the ``bm25s`` package, ``Learned.ranking``).
+"""
+
+from __future__ import annotations
+
+import re
+
+import legacy_features as legacy
+import numpy as np
+import pytest
+from conftest import REPO
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lrlib.core.step import Step
+from lrlib.data import dataset as data
+from lrlib.reducers import bm25 as bm25_module
+from lrlib.reducers import get_reducer
+from lrlib.reducers import program as program_module
+from lrlib.reducers.bm25 import STOPWORDS, bm25_scores
+from lrlib.reducers.features import (
+    FEATURES,
+    GROUPS,
+    kid_pairs,
+    kids_text,
+    line_features,
+    line_names,
+)
+from lrlib.reducers.lexicon import normalise, normalise_lines, term_matcher
+
+OOD = REPO / "data" / "miniwob_ood.jsonl.gz"
+
+
+@pytest.fixture(scope="module")
+def all_steps() -> list[Step]:
+    """Every shipped step (train, validation, test) and every MiniWoB page."""
+    return data.load_steps() + data.load_steps(path=OOD)
+
+
+def _differs(a: np.ndarray, b: np.ndarray) -> list[str]:
+    return sorted({FEATURES[j] for j in np.flatnonzero((a != b).any(axis=0))})
+
+
+def test_features_equal_the_per_line_definitions_on_every_real_step(all_steps):
+    assert len(all_steps) > 800
+    wrong = {}
+    for s in all_steps:
+        new, old = line_features(s), legacy.line_features(s)
+        if new.shape != old.shape or not np.array_equal(new, old):
+            wrong[s.step_id] = _differs(new, old) if new.shape == old.shape else "shape"
+    assert not wrong
+
+
+def test_learned_keeps_the_same_lines_on_every_real_step(all_steps):
+    learned = get_reducer("learned")
+    changed = [s.step_id for s in all_steps if learned.keep(s) != legacy.keep(learned, s)]
+    assert not changed
+    # and at another budget, where more lines are ranked in
+    some = all_steps[::7]
+    assert all(learned.keep(s, budget=0.6) == legacy.keep(learned, s, budget=0.6) for s in some)
+
+
+def test_bm25_gives_bm25s_numbers_bit_for_bit(all_steps):
+    from bm25s.stopwords import STOPWORDS_EN
+
+    from lrlib.reducers.chunking import query_of
+
+    assert tuple(STOPWORDS) == tuple(STOPWORDS_EN)
+    for s in all_steps[::3]:
+        names = line_names(s.axtree)
+        for docs in (names, [t.strip() for t in s.axtree.texts]):
+            new, old = bm25_scores(docs, query_of(s)), legacy.bm25_scores(docs, query_of(s))
+            assert new.dtype == old.dtype == np.float32
+            assert np.array_equal(new, old), s.step_id
+
+
+def test_program_and_bm25_reducers_select_as_before(all_steps, monkeypatch):
+    program, bm25 = get_reducer("program"), get_reducer("bm25")
+    steps = all_steps[::2]
+    now = [(program.select(s).kept, bm25.select(s).kept) for s in steps]
+    monkeypatch.setattr(program_module, "term_matcher", legacy.term_matcher)
+    monkeypatch.setattr(bm25_module, "bm25_scores", legacy.bm25_scores)
+    before = [(program.select(s).kept, bm25.select(s).kept) for s in steps]
+    assert now == before
+
+
+def test_kid_pairs_are_the_kids_text(all_steps):
+    for s in all_steps[::5]:
+        t = s.axtree
+        names = line_names(t)
+        text = [""] * len(t)
+        for q, i in zip(*(a.tolist() for a in kid_pairs(t)), strict=True):
+            text[q] += names[i] + "\n"
+        assert text == kids_text(t, names)
+
+
+# --- generated trees: odd roles, names, quotes, unicode, attributes, goals, histories ---
+
+_ROLES = sorted({r for roles in GROUPS.values() for r in roles}) + ["x-widget", "Foo"]
+_WORDS = ["add", "cart", "the", "their", "theirs", "please", "pleased", "Best-selling",
+          "bestsellers", "3", "33", "x", "İstanbul", "ΣΑΣ", "naïve", "ß", "tab #2", "no",
+          "Submit", "colour", "é", "_a_", "click", "url", "focused"]  # fmt: skip
+_word = st.sampled_from(_WORDS) | st.text(alphabet="abcXY19 _-'\\\"#é", max_size=6)
+_text = st.lists(_word, max_size=6).map(" ".join)
+
+
+@st.composite
+def _line(draw, depth: int) -> tuple[int, str]:
+    bid = draw(st.none() | st.integers(0, 30).map(str))
+    role = draw(st.none() | st.sampled_from(_ROLES))
+    name = draw(_text)
+    extras = draw(
+        st.lists(
+            st.sampled_from(
+                [
+                    "url='http://x.example/a'",
+                    "focused",
+                    "autofocus",
+                    "checked='true'",
+                    "selected=True",
+                    "value='5'",
+                    "value=''",
+                    "pressed='true'",
+                ]
+            ),
+            max_size=3,
+        )  # fmt: skip
+    )
+    head = (f"[{bid}] " if bid is not None else "") + (role or "")
+    quoted = "'" + name.replace("'", "\\'") + "'" if draw(st.booleans()) else name
+    return depth, "\t" * depth + " ".join(x for x in (head, quoted) if x) + "".join(
+        ", " + e for e in extras
+    )
+
+
+@st.composite
+def _steps(draw) -> Step:
+    n = draw(st.integers(0, 40))
+    lines, depth = [], 0
+    for _ in range(n):
+        depth = draw(st.integers(0, depth + 1)) if draw(st.booleans()) else depth
+        lines.append(draw(_line(depth))[1])
+    if draw(st.booleans()):  # a jump of two levels: parents by the stack
+        lines.append("\t" * (depth + 2) + "StaticText 'deep'")
+    goal = draw(_text) + draw(st.sampled_from(["", ' "Submit"', " 'no' button", ' {"cart": False}',
+                                               " uncheck 'add'", " the text field"]))  # fmt: skip
+    history = draw(
+        st.lists(
+            st.integers(0, 30).map(lambda b: f"click('{b}')") | st.just("scroll(0, 3)"), max_size=3
+        )  # fmt: skip
+    )
+    return Step(goal=goal, tree="\n".join(t for t in lines if t.strip()), history=tuple(history))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_steps())
+def test_features_equal_the_per_line_definitions_on_generated_trees(step):
+    new, old = line_features(step), legacy.line_features(step)
+    assert new.shape == old.shape
+    assert np.array_equal(new, old), _differs(new, old)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_text, max_size=12), _text)
+def test_bm25_bit_for_bit_on_generated_text(docs, query):
+    new, old = bm25_scores(docs, query), legacy.bm25_scores(docs, query)
+    assert new.dtype == old.dtype and np.array_equal(new, old)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(max_size=12).filter(lambda t: "\n" not in t), max_size=8))
+def test_normalise_lines_is_normalise_of_each(texts):
+    assert normalise_lines(texts) == [normalise(t) for t in texts]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["best", "pro", "3", "12", "add", "silver", "x1"]), max_size=4),
+       _text)  # fmt: skip
+def test_term_matcher_finds_what_it_found(terms, text):
+    new, old = term_matcher(terms), legacy.term_matcher(terms)
+    assert (new is None) == (old is None)
+    if new is not None:
+        low = text.lower()
+        assert [m.span() for m in new.finditer(low)] == [m.span() for m in old.finditer(low)]
+        assert re.compile(new.pattern) is not None
