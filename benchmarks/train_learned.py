@@ -54,7 +54,10 @@ from lrlib.reducers.learned import MODEL_FILE
 
 LABELS = "targets"  # the positives of the shipped model (--labels; answer/evidence lost in CV)
 GRID: dict[str, tuple] = {  # the knobs chosen inside CV (every combination)
-    "budget": (0.2, 0.22, 0.25, 0.28, 0.3),  # share of the page's tokens
+    # share of the page's tokens; none above 0.25: from 0.26 on, the guard's held-out attack
+    # shapes show their payload on more steps (27 of 114, not 26: figures/injection_guard),
+    # and a reducer may keep more only if payload visibility does not rise
+    "budget": (0.2, 0.22, 0.23, 0.24, 0.25),
     "overhead": (0, 10, 15, 20, 25, 30),  # tokens beyond that share (small pages)
     "floor": (0.0, 0.0025, 0.01, 0.02, 0.05),  # never keep a line less likely than this
 }

@@ -316,3 +316,24 @@ def test_a_long_note_beside_a_field_is_not_brought_as_its_label():
     assert context_lines(tree)[3] == []
     short = "RootWebArea 'Form'\n\tStaticText 'Email'\n\t[5] textbox ''"
     assert context_lines(short)[2] == [2]
+
+
+def test_a_kept_unnamed_item_brings_its_text_on_real_miniwob_pages():
+    """An unnamed list item or cell the agent clicks is read through its first named line
+    (the evidence kind ``carrier``): on every recorded MiniWoB step whose target is such an
+    item, what the item brings with it (context_lines) makes that evidence readable."""
+    from lrlib.data import dataset as data
+    from lrlib.data.evidence import CARRIED, alternatives, context_lines
+    from lrlib.paths import miniwob_path
+
+    checked = 0
+    for s in data.load_steps(path=miniwob_path()):
+        groups = typed_evidence(s)
+        carried = [n for n in s.target_lines if s.axtree.roles[n - 1] in CARRIED]
+        for kind, g in groups:
+            if kind != "carrier" or not carried:
+                continue
+            ctx = context_lines(s.axtree)
+            assert set(ctx[carried[0] - 1]) & set(alternatives(s.axtree, kind, g)), s.step_id
+            checked += 1
+    assert checked >= 5  # use-autocomplete, social-media: list items named by a child

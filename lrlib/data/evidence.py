@@ -336,6 +336,9 @@ def readable(tree: str | AxTree, kind: str, group: Sequence[int], kept: Collecti
     return any(n in kept for n in alternatives(tree, kind, group))
 
 
+# unnamed items that are acted on or read through a child's text (``[21] listitem ''`` over
+# ``StaticText 'Comoros'``): like an unnamed control, a kept one brings its first named line
+CARRIED = frozenset({"listitem", "treeitem", "gridcell", "cell", "row"})
 CONTEXT_BACK = 40  # lines searched back for an unnamed field's label
 # a label, question or button text is short: a longer line is page text (or an injected
 # note next to a field), never brought along (the guard does not flag every such note)
@@ -347,7 +350,8 @@ def context_lines(tree: str | AxTree) -> list[list[int]]:
     a choice's question (:func:`_group`: its named group line, or the first named label
     line of an unnamed group), an unnamed field's label (the nearest named label line at
     most :data:`CONTEXT_BACK` lines before it, in its grandparent's subtree), an unnamed
-    element's name carrier (its first named descendant). A reducer that keeps a line can
+    control's or item's (:data:`CARRIED`: list item, tree item, cell, row) name carrier
+    (its first named descendant). A reducer that keeps a line can
     keep these with it: they are the evidence of an action on it. A line whose name is
     longer than :data:`CONTEXT_MAX_CHARS` is never brought (a label is short; a long text
     beside a field may be an injected note).
@@ -378,7 +382,7 @@ def context_lines(tree: str | AxTree) -> list[list[int]]:
                 if roles[m - 1] in LABEL_ROLES and _has_text(names[m - 1]):
                     out[n - 1] = [m]
                     break
-        elif role in INTERACTIVE:
+        elif role in INTERACTIVE or role in CARRIED:
             out[n - 1] = _carrier(t, n)
     return [[m for m in c if len(names[m - 1]) <= CONTEXT_MAX_CHARS] for c in out]
 
