@@ -2,7 +2,8 @@
 most 1.5x program).
 
 Cold: every measurement reduces a fresh :class:`~lrlib.core.step.Step` (tree not parsed)
-after clearing lrlib's memo of line token counts and the learned scorer's feature cache,
+after clearing lrlib's memo of line token counts, the learned scorer's feature cache and
+the memo of past actions' bids,
 both reducers alike, alternating which goes first. "step" is the wall time of
 ``reducer.reduce(step)`` plus the parse it triggers (what an evaluation pays per step: parse,
 select, count tokens before and after); "select" is the reducer's own latency
@@ -27,12 +28,14 @@ from lrlib.core.step import Step
 from lrlib.data import dataset as data
 from lrlib.reducers import get_reducer
 from lrlib.reducers import learned as learned_module
+from lrlib.reducers.features import action_bids
 
 
 def cold_run(reducer, step: Step) -> tuple[float, float]:
     """(step ms, select ms) of one cold reduction of a fresh copy of ``step``."""
     tokens.clear_line_memo()
     learned_module._FEATURE_CACHE.clear()
+    action_bids.cache_clear()
     fresh = Step(goal=step.goal, tree=step.tree, history=step.history, meta=step.meta)
     t0 = time.perf_counter()
     r = reducer.reduce(fresh)

@@ -75,6 +75,7 @@ STOPWORDS = (
 )  # fmt: skip  (bm25s's English list)
 _STOP = frozenset(STOPWORDS)
 _RUN = re.compile(r"\w\w+")  # as r"\b\w\w+\b": a run of word characters is one token
+_RUN_OR_LINE = re.compile(r"\w\w+|\n")
 
 
 def tokens(text: str) -> list[str]:
@@ -107,6 +108,40 @@ def term_counts(
     hit = ids >= 0
     q = len(words)
     tf = np.bincount(doc[hit] * q + ids[hit], minlength=n * q).reshape(n, q)
+    return lengths, tf
+
+
+def line_term_counts(lines: Sequence[str], words: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`term_counts` of the :func:`tokens` of each of ``lines`` (texts without
+    ``\\n``, such as a tree's lines), from one scan of their joined text.
+
+    >>> n, tf = line_term_counts(["Add to cart", "", "cart, cart"], ["cart"])
+    >>> n.tolist(), tf.tolist()
+    ([2, 0, 2], [[1], [0], [2]])
+    """
+    n = len(lines)
+    text = "\n".join(lines).lower()
+    if text.count("\n") != max(n - 1, 0):  # a line holds a newline: line by line
+        return term_counts([tokens(t) for t in lines], words)
+    return joined_term_counts(text, n, words)
+
+
+def joined_term_counts(text: str, n: int, words: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`line_term_counts` of ``n`` lines given as their lower-cased text joined by
+    ``\\n`` (which must hold exactly ``n - 1`` newlines).
+
+    >>> [a.tolist() for a in joined_term_counts("add to cart\\n\\ncart", 3, ["cart"])]
+    [[2, 0, 1], [[1], [0], [1]]]
+    """
+    found = _RUN_OR_LINE.findall(text)
+    m, q = len(found), len(words)
+    # one look-up per token: 0 a word, 1 a stop word, 2 a line break, 3 + k the k-th of words
+    kind = {"\n": 2, **dict.fromkeys(_STOP, 1), **{w: 3 + k for k, w in enumerate(words)}}
+    code = np.fromiter(map(kind.get, found, repeat(0)), np.int64, m)
+    line = np.cumsum(code == 2)
+    lengths = np.bincount(line[(code == 0) | (code >= 3)], minlength=n)
+    hit = code >= 3
+    tf = np.bincount(line[hit] * q + code[hit] - 3, minlength=n * q).reshape(n, q)
     return lengths, tf
 
 
@@ -154,8 +189,7 @@ def bm25_scores(documents: Sequence[str], query: str) -> np.ndarray:
     [True, False, True]
     """
     words, order = query_terms(query)
-    lengths, tf = term_counts([tokens(d) for d in documents], words)
-    return scores_from_counts(lengths, tf, order)
+    return scores_from_counts(*line_term_counts(documents, words), order)
 
 
 @register_reducer("bm25")

@@ -27,6 +27,7 @@ just acted on) may only lower a score: training refuses a positive weight for th
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 import re
@@ -37,7 +38,7 @@ import numpy as np
 from lrlib.core.axtree import AxTree
 from lrlib.core.step import Step
 from lrlib.data.actions import parse_code
-from lrlib.reducers.bm25 import query_terms, scores_from_counts, term_counts, tokens
+from lrlib.reducers.bm25 import joined_term_counts, query_terms, scores_from_counts
 from lrlib.reducers.chunking import query_of
 from lrlib.reducers.lexicon import (
     content,
@@ -93,7 +94,8 @@ FEATURES: tuple[str, ...] = (
 # page or agent state: may only lower a score
 DEMOTE_ONLY = ("field_pending", "last_el", "filled", "done_choice")
 _NAME = re.compile(r"^(?:'((?:[^'\\]|\\.)*)')?")
-_OWN_NAME = re.compile(r"^(?:'((?:[^'\\\n]|\\.)*)')?", re.MULTILINE)
+# _NAME on each line of the joined names (the rest of a line consumed: one match per line)
+_OWN_NAME = re.compile(r"^(?:'((?:[^'\\\n]++|\\.)*+)')?[^\n]*+", re.MULTILINE)
 _HEAD = re.compile(r"^(?:\[[^\]\s]*\] ?)?(?:[A-Za-z][\w-]*)?")
 _URL = re.compile(r"url='[^']*'")
 _PAGE_STATE = re.compile(r", (?:focused|autofocus)(?=,|$)")  # set by the page: never read
@@ -138,11 +140,23 @@ def history_bids(history: tuple[str, ...]) -> tuple[set[str], str | None]:
     """
     seen, last = set(), None
     for h in history:
-        action = parse_code(h)
-        if action is not None and action.bids:
-            seen.update(action.bids)
-            last = action.bids[-1]
+        bids = action_bids(h)
+        if bids:
+            seen.update(bids)
+            last = bids[-1]
     return seen, last
+
+
+@functools.lru_cache(maxsize=8192)
+def action_bids(code: str) -> tuple[str, ...]:
+    """The bids one action's code names, memoised: an episode's later steps repeat its
+    history (:func:`history_bids` would parse every past action again at every step).
+
+    >>> action_bids("click('12')"), action_bids("not code (")
+    (('12',), ())
+    """
+    action = parse_code(code)
+    return action.bids if action is not None else ()
 
 
 def unfocused(text: str) -> str:
@@ -209,7 +223,7 @@ def kid_pairs(tree: AxTree) -> tuple[np.ndarray, np.ndarray]:
     far = bidless[up] & (parents[up] >= 0)
     line = np.concatenate([up, parents[up[far]]])
     kid = np.concatenate([child, child[far]])
-    order = np.lexsort((kid, line))
+    order = np.argsort(line * n + kid, kind="stable")
     line, kid = line[order], kid[order]
     start = np.flatnonzero(np.r_[True, line[1:] != line[:-1]]) if len(line) else line
     rank = np.arange(len(line)) - np.repeat(start, np.diff(np.r_[start, len(line)]))
@@ -286,11 +300,20 @@ def _found(
     return out
 
 
-def _with_kids(own: np.ndarray, line: np.ndarray, kid: np.ndarray) -> np.ndarray:
-    """Per line, the sum of ``own`` rows over its kid lines (:func:`kid_pairs`)."""
-    out = np.zeros(own.shape, own.dtype if own.dtype != bool else np.int64)
-    np.add.at(out, line, own[kid])
-    return out
+class _Kids:
+    """:func:`kid_pairs` grouped by line, to add up a column (or a row block) over each
+    line's kids: a sum for counts, an any for booleans."""
+
+    def __init__(self, tree: AxTree) -> None:
+        self.line, self.kid = kid_pairs(tree)
+        line = self.line
+        self.first = np.flatnonzero(np.r_[True, line[1:] != line[:-1]]) if len(line) else line
+
+    def sum(self, own: np.ndarray) -> np.ndarray:
+        out = np.zeros_like(own)
+        if len(self.first):
+            out[self.line[self.first]] = np.add.reduceat(own[self.kid], self.first, axis=0)
+        return out
 
 
 def _capped(matrix: np.ndarray) -> np.ndarray:
@@ -308,19 +331,17 @@ def line_features(step: Step) -> np.ndarray:
     if n == 0:
         return X
     names = line_names(tree)
-    low = [t.lower() for t in names]
-    line, kid = kid_pairs(tree)
+    text = "\n".join(names).lower()  # a tree's lines hold no newline
+    kids = _Kids(tree)
     gid = np.fromiter(map(_GROUP_ID.get, tree.roles, repeat(_OTHER)), np.int64, n)
     parents = np.asarray(tree.parents, np.int64)
     has_bid = np.fromiter(map(operator.is_not, tree.bids, repeat(None)), bool, n)
     # BM25 of the names, and of each name with its kids' text (counted from the names)
     words, order = query_terms(query_of(step))
-    lengths, tf = term_counts([tokens(t) for t in names], words)
+    lengths, tf = joined_term_counts(text, n, words)
     X[:, _C["bm25_rel"]] = _rel(scores_from_counts(lengths, tf, order))
     X[:, _C["kids_bm25_rel"]] = _rel(
-        scores_from_counts(
-            lengths + _with_kids(lengths, line, kid), tf + _with_kids(tf, line, kid), order
-        )
+        scores_from_counts(lengths + kids.sum(lengths), tf + kids.sum(tf), order)
     )
     goal = terms(step.goal)
     acted, last = history_bids(step.history)
@@ -340,16 +361,16 @@ def line_features(step: Step) -> np.ndarray:
     X[:, _C["has_url"]] = np.fromiter(map(operator.contains, tree.texts, repeat("url='")), bool, n)
     X[:, _C["log_children"]] = np.log1p(n_children)
     X[:, _C["leaf"]] = n_children == 0
-    text = "\n".join(low)
-    starts = np.cumsum([0, *(len(t) + 1 for t in low[:-1])])
+    lens = np.fromiter(map(len, text.split("\n")), np.int64, n)
+    starts = np.r_[0, np.cumsum(lens[:-1] + 1)]  # offset of each line in text
     if goal:
         found = _found(_goal_term_pattern(goal), text, starts, n, words=True)
         X[:, _C["hits"]] = _capped(found)
-        X[:, _C["kids_hits"]] = _capped(_with_kids(found, line, kid))
+        X[:, _C["kids_hits"]] = _capped(kids.sum(found))
     match = term_matcher(goal_terms(step.goal))
     sub = _found(match, text, starts, n)
     X[:, _C["sub_hits"]] = _capped(sub)
-    X[:, _C["kids_sub_hits"]] = _capped(_with_kids(sub, line, kid))
+    X[:, _C["kids_sub_hits"]] = _capped(kids.sum(sub))
     chars = np.fromiter(map(len, tree.texts), float, n)
     for i in (i for i, t in enumerate(tree.texts) if "focus" in t):
         chars[i] = len(unfocused(tree.texts[i]))
@@ -390,7 +411,7 @@ def line_features(step: Step) -> np.ndarray:
     # an unnamed element whose kids' text is a name the goal mentions
     carries = has_bid & _CARRIER[gid] & np.fromiter(map(operator.not_, own), bool, n)
     carries &= np.fromiter(map(operator.ne, tree.roles, repeat("LabelText")), bool, n)
-    carries &= _with_kids((quoted | named)[:, None], line, kid)[:, 0] > 0
+    carries &= kids.sum(quoted | named)
     X[:, _C["carrier"]] = carries
     kinds = [any(f" {w} " in padded for w in ROLE_WORDS.get(g, ())) for g in _GROUP_NAMES]
     X[:, _C["role_in_goal"]] = np.array(kinds, bool)[gid]
