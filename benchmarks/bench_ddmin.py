@@ -7,7 +7,8 @@ Usage: ``.venv/bin/python benchmarks/bench_ddmin.py`` (offline, seconds, no mode
    memoised/cached construction makes) divided by |K| log2 n.
 2. Real: the scripted policy on every step of the MiniWoB check set whose task type it
    knows (``lrlib mfs``'s construction, both phases): usable steps, |MFS|, calls, and calls
-   divided by |MFS| log2 n.
+   divided by |MFS| log2 n; then every disjoint set (``lrlib mfs --sets``), calls divided by
+   the lines of all sets x log2 n.
 """
 
 from __future__ import annotations
@@ -59,6 +60,17 @@ def real() -> None:
           f"{statistics.median(r.calls for r in usable)}, max {max(r.calls for r in usable)}; "
           f"calls / (|MFS| log2 n) max {max(ratios):.2f}; MFS = the target line(s) on "
           f"{sum(r.mfs == s.target_lines for r, s in zip(rs, steps, strict=True))} steps")  # fmt: skip
+    # every disjoint set (lrlib mfs --sets 32), with the stub check of each set's lines
+    rs = [build_mfs(s, policy, max_sets=32, stubs=True) for s in steps]
+    usable = [r for r in rs if r.usable and r.sets]
+    total = [sum(map(len, r.sets)) for r in usable]
+    ratios = [
+        r.calls / (k * math.log2(max(2, r.n_lines))) for r, k in zip(usable, total, strict=True)
+    ]
+    print(f"every set: {sum(len(r.sets) > 1 for r in usable)} of {len(usable)} steps have more "
+          f"than one; lines of all sets median {statistics.median(total)}, max {max(total)}; "
+          f"calls median {statistics.median(r.calls for r in usable)}, max "
+          f"{max(r.calls for r in usable)}; calls / (lines of all sets x log2 n) max {max(ratios):.2f}")  # fmt: skip
 
 
 if __name__ == "__main__":

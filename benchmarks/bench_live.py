@@ -8,14 +8,19 @@ Plays every reducer of ``--reducers`` on every task type of :data:`lrlib.agent.l
 and seeds ``0..N-1`` (resuming from ``<results dir>/live/<policy>``), then prints:
 
 - success per reducer with a 95% interval bootstrapped over task types, beside the
-  reducer's offline target, evidence and episode coverage of the ``full`` run's steps,
-  and how often success equals episode coverage ("agreement");
+  reducer's offline coverage of the steps its own episodes played (the lines it kept there,
+  against the policy's action on the full tree): episode target, evidence, first-MFS and
+  every-MFS coverage, and how often success equals each (``agree_*``), all with 95%
+  intervals over task types (:mod:`lrlib.agent.live_report`);
 - lrlib's preprocessing overhead per step (flattened tree -> reduced text with its line
   numbers, tokens counted: :class:`lrlib.agent.preprocess.ObsPreprocessor`), the policy's
   and the browser's time: medians with 95% intervals over task types, and n;
 - the machine's load average, the chromium build and the policy's model.
 
-The target: median lrlib overhead per step under 20 ms for every reducer.
+The target: median lrlib overhead per step under 20 ms for every reducer. Timings are only
+comparable on an otherwise quiet machine: run it as
+``flock /tmp/lrlib-timing.lock nice -n 10 .venv/bin/python benchmarks/bench_live.py ...``
+where several people share the cores, and report the load average it prints.
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ def main() -> int:
     load = os.getloadavg()
     results = run_live(plan_episodes(reducers, tasks, range(args.seeds)), out, args.policy,
                        jobs=args.jobs, max_steps=args.max_steps)  # fmt: skip
-    table = summarise(results, out, args.policy)
+    table = summarise(results, out, args.policy, steps_csv=out / "steps.csv")
     print(markdown_table(table, floats="{:.3f}"))
     lat = step_latencies(results)
     lat["episode"] = lat["task"] + "_" + lat["seed"].astype(str)
@@ -78,7 +83,7 @@ def main() -> int:
     lat_table.to_csv(out / "latency.csv", index=False)
     episodes_frame(results).to_csv(out / "episodes.csv", index=False)
     (out / "provenance.json").write_text(json.dumps(prov, indent=1, default=str) + "\n")
-    print(f"written: {out}/summary.csv, latency.csv, episodes.csv, provenance.json "
+    print(f"written: {out}/summary.csv, latency.csv, episodes.csv, steps.csv, provenance.json "
           "(copy them to data/live/<policy>/ to ship them with notebook 07)")  # fmt: skip
     return 0
 

@@ -42,48 +42,84 @@ MFS_STEPS = 40 if QUICK else None  # None: every MiniWoB check-set step the scri
 # %% [markdown]
 # ## Success per reducer, beside its offline coverage of the same steps
 #
-# Success is bootstrapped over **task types** (the seeds of one task share its layout, so
-# they are not independent). The offline columns score each reducer on the steps of the
-# `full` run's episodes (the same pages, seed for seed): step target and evidence coverage,
-# and *episode coverage*, the share of episodes in which every step's target is kept.
-# `agreement` is the share of episodes where live success equals episode coverage.
+# Each reducer is scored offline on **the steps its own live episodes played**: the full
+# tree recorded at each step, the lines the reducer kept there for the policy, and as the
+# reference the action the policy takes on the full tree. Four offline coverages, each per
+# step and per episode (an episode is covered when every step it played is):
+#
+# * **target**: every line of the acted element kept (what `lrlib evaluate` reports);
+# * **evidence**: every evidence group's information kept (`lrlib.data.evidence`);
+# * **mfs1**: the first minimal failure set kept, as the seeds' study builds it: one ddmin
+#   run from the lines the policy says it relied on and the evidence lines;
+# * **mfs**: *every* disjoint minimal failure set kept (`lrlib mfs --sets`), and verbatim
+#   where a stub (`[bid] role`, no label) changes the policy's action.
+#
+# `agree_*` is the share of episodes whose live success equals that coverage. Success,
+# coverage and agreement are bootstrapped over **task types** (the seeds of one task share
+# its layout, so they are not independent). `reproduced`: the share of steps where reducing
+# the recorded tree offline keeps exactly what the live run kept.
 
 # %%
 scripted = pd.read_csv(LIVE / "scripted" / "summary.csv")
-cols = ["reducer", "success", "success_lo", "success_hi", "n_episodes", "n_tasks", "episode_cov",
-        "episode_cov_lo", "episode_cov_hi", "episode_mfs_cov", "target_cov", "evidence_cov",
-        "median_reduction", "agreement", "mfs_agreement"]  # fmt: skip
+cols = ["reducer", "success", "success_lo", "success_hi", "n_episodes", "n_tasks",
+        "episode_target", "episode_evidence", "episode_mfs1", "episode_mfs",
+        "agree_target", "agree_evidence", "agree_mfs1", "agree_mfs", "agree_mfs_lo",
+        "agree_mfs_hi", "n_live_steps", "reproduced", "median_reduction"]  # fmt: skip
 display(scripted[cols].round(3))
 _ = tables.save_table(scripted[cols], "live_scripted",
                   "Live MiniWoB++ episodes, scripted policy: success [95% over task types] "
-                  "beside offline coverage of the full run's steps")  # fmt: skip
+                  "beside offline coverage of the steps each reducer's episodes played")  # fmt: skip
 
 # %%
 fig = live_report.plot_success_vs_coverage(
-    scripted, title="scripted policy on MiniWoB++ (Debian chromium)"
+    scripted, title="scripted policy on MiniWoB++ (Debian chromium)", coverage="episode_target"
+)
+_ = plots.save(fig, "live_success_vs_target")
+fig = live_report.plot_success_vs_coverage(
+    scripted, title="scripted policy on MiniWoB++ (Debian chromium)", coverage="episode_mfs"
 )
 _ = plots.save(fig, "live_success_vs_coverage")
 
 # %% [markdown]
-# What the shipped run shows (17 task types x 5 seeds = 85 episodes per reducer; the
-# `full` point sits under `truncate`, whose token budget exceeds every MiniWoB tree):
+# Where success and an offline coverage disagree, episode by episode (the steps the
+# episode played; `steps.csv` holds one row per step):
+
+# %%
+steps_cov = pd.read_csv(LIVE / "scripted" / "steps.csv")
+episodes = pd.read_csv(LIVE / "scripted" / "episodes.csv")
+per_episode = live_report.episode_coverage(steps_cov).merge(
+    episodes, on=["reducer", "task", "seed"]
+)
+disagree = live_report.disagreements(per_episode)
+display(disagree)
+
+# %% [markdown]
+# What the shipped run shows (17 task types x 5 seeds = 85 episodes per reducer; `full` and
+# `truncate` coincide: the token budget exceeds every MiniWoB tree):
 #
-# * for **bm25** and **program**, live success equals offline episode coverage on 98% and
-#   100% of the episodes: when they fail, they dropped a line the policy needed;
-# * **learned** succeeds less often than its offline coverage says (67% [46, 88] against
-#   88% [71, 100]; agreement 79%): after the first action it drops lines that show the
-#   page's *state* (the radio just ticked, the second password field), which the policy
-#   checks before it submits and which are neither the target nor its evidence. Its
-#   minimal-failure-set coverage (`episode_mfs_cov`, with this policy's sets) comes closer.
+# * **every minimal failure set kept** agrees with live success on every episode of every
+#   reducer (85 of 85 each; a bootstrap interval at 100% is degenerate: by the rule of
+#   three the agreement is at least 96% over episodes, 82% over task types);
+# * **target coverage** agrees on 98% of bm25's episodes and all of program's, but on only
+#   79% [58, 94] of learned's: the learned scorer keeps the acted element and drops lines
+#   the policy reads to *decide*: the goal's other checkboxes (to tick later, or ticked
+#   already), the radio it just ticked before Submit, the second password field;
+# * **evidence coverage** (82% [65, 94] for learned) catches only the dropped list option;
+#   the first minimal failure set alone (88% [73, 100]) misses the lines read beside it;
+# * the other way round, bm25 succeeds on two choose-list episodes where target coverage
+#   says "not covered": it shows the combobox as a stub (`[13] combobox`), enough to act on.
 #
-# The intervals are wide (17 task types): read the differences between reducers as
-# directions, not rankings.
+# So offline coverage tracks success when it asks what the agent needs to decide as well as
+# where it acts. The intervals are wide (17 task types): read differences between reducers
+# as directions, not rankings.
 
 # %% [markdown]
 # ## What lrlib costs per step
 #
 # Medians per step with 95% intervals over task types: lrlib's share (tree parsed, reduced,
 # numbered, tokens counted; BrowserGym's own flattening apart), the policy and the browser.
+# Timed in a separate run (one seed per task, one browser, under the machine's timing lock;
+# `data/live/scripted/provenance.json` says when and at which load).
 
 # %%
 latency = pd.read_csv(LIVE / "scripted" / "latency.csv")
@@ -98,7 +134,8 @@ display(latency.round(2))
 
 # %%
 llm = pd.read_csv(LIVE / "llm" / "summary.csv")
-display(llm[[c for c in cols if c in llm.columns]].round(3))
+display(llm[["reducer", "success", "success_lo", "success_hi", "n_episodes", "n_tasks",
+             "policy_ms_median"]].round(3))  # fmt: skip
 
 # %% [markdown]
 # ## Minimal failure sets
@@ -106,8 +143,11 @@ display(llm[[c for c in cols if c in llm.columns]].round(3))
 # `lrlib mfs` asks which lines the policy cannot lose: on a recorded step where the policy
 # reproduces the recorded action, it removes the lines the policy says it relied on (and
 # the evidence lines), then delta-debugs (ddmin) that set down to a 1-minimal one whose
-# removal changes the action. **MFS coverage** is the share of steps whose whole set a
-# reducer keeps. Here with the scripted policy on the MiniWoB check set (no model):
+# removal changes the action. One ddmin run finds one set; with `--sets N` it goes on, the
+# sets found so far shown, until removing every other line no longer changes the action.
+# The shipped scripted sets (`data/mfs/mfs_scripted.jsonl`, `--sets 32`) hold every disjoint
+# set; **MFS coverage** (`mfs_scripted` in `lrlib evaluate`) is the share of steps where a
+# reducer keeps all of them. Here on the MiniWoB check set (no model):
 
 # %%
 steps = [s for s in data.load_steps(path=paths.miniwob_path())

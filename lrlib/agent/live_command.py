@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     specs = plan_episodes(reducers, tasks, range(args.seeds))
     results = run_live(specs, out, args.policy, jobs=args.jobs, max_steps=args.max_steps,
                        chromium=args.chromium)  # fmt: skip
-    table = summarise(results, out, args.policy)
+    table = summarise(results, out, args.policy, steps_csv=out / "steps.csv")
     episodes_frame(results).to_csv(out / "episodes.csv", index=False)
     table.to_csv(out / "summary.csv", index=False)
     prov = next((r["provenance"] for r in results if r.get("provenance")), {})
@@ -113,5 +113,5 @@ def run(args: argparse.Namespace) -> int:
     if args.policy == "scripted" and len(full) and float(full["success"].iloc[0]) < 1.0:
         print("lrlib live: WARNING: the scripted policy failed with the full observation: the loop "
               "is broken here (see err_msg in episodes.csv)", file=sys.stderr)  # fmt: skip
-    print(f"written: {out / 'summary.md'}, summary.csv, episodes.csv")
+    print(f"written: {out / 'summary.md'}, summary.csv, episodes.csv, steps.csv")
     return 0

@@ -206,6 +206,27 @@ def episode_coverage(cov: Any) -> Any:
     return frame.groupby(["reducer", "task", "seed"], sort=False, as_index=False)[cols].min()
 
 
+def disagreements(per_episode: Any) -> Any:
+    """The episodes whose live success differs from at least one episode coverage of
+    :data:`COVERAGES` (``per_episode``: :func:`episode_coverage` joined with the episodes),
+    one row each, with the policy's reason to stop.
+
+    >>> import pandas as pd
+    >>> ep = pd.DataFrame({"reducer": ["x", "x"], "task": ["t", "t"], "seed": [0, 1],
+    ...     "success": [False, True], "target": [1.0, 1.0], "evidence": [1.0, 1.0],
+    ...     "mfs1": [1.0, 1.0], "mfs": [0.0, 1.0], "err_msg": ["stopped", None]})
+    >>> disagreements(ep)[["seed", "target", "mfs"]].values.tolist()
+    [[0, True, False]]
+    """
+    cols = list(COVERAGES)
+    frame = per_episode.assign(success=per_episode["success"].astype(bool),
+                               **{c: per_episode[c].astype(bool) for c in cols})  # fmt: skip
+    off = frame[cols].ne(frame["success"], axis=0).any(axis=1)
+    keep = ["reducer", "task", "seed", "success", *cols]
+    keep += [c for c in ("err_msg",) if c in frame.columns]
+    return frame.loc[off, keep].reset_index(drop=True)
+
+
 def agreement_table(episodes: Any, cov: Any) -> Any:
     """Per reducer: success beside each episode coverage, and how often success equals it
     (``agree_<coverage>``), every rate with a 95% interval bootstrapped over task types."""
@@ -234,10 +255,13 @@ def agreement_table(episodes: Any, cov: Any) -> Any:
     return out.merge(steps.reset_index(), on="reducer")
 
 
-def summarise(results: Sequence[dict[str, Any]], out: Path, policy: str) -> Any:
+def summarise(
+    results: Sequence[dict[str, Any]], out: Path, policy: str, steps_csv: Path | None = None
+) -> Any:
     """The per-reducer table: success [95%] beside offline coverage of the same steps [95%]
-    and their agreement [95%] (scripted policy: :func:`own_coverage`; other policies:
-    success only, since the reference actions would be model calls), latencies."""
+    and their agreement [95%] (scripted policy: :func:`own_coverage`, its rows written to
+    ``steps_csv`` if given; other policies: success only, since the reference actions would
+    be model calls), latencies."""
     episodes = episodes_frame(results)
     tasks = list(dict.fromkeys(episodes["task"]))
     seeds = sorted(set(episodes["seed"]))
@@ -249,6 +273,8 @@ def summarise(results: Sequence[dict[str, Any]], out: Path, policy: str) -> Any:
         played = [s for r in reducers for s in live_steps(out, policy, r, tasks, seeds)]
         if played:
             cov = own_coverage(played, ScriptedPolicy())
+            if steps_csv is not None:
+                cov.to_csv(steps_csv, index=False)
             agree = agreement_table(episodes, cov).drop(
                 columns=["success", "success_lo", "success_hi", "n_episodes", "n_tasks"]
             )

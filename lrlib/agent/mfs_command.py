@@ -104,10 +104,13 @@ def run(args: argparse.Namespace) -> int:
     results = build_all(steps, policy, out, prov, max_sets=args.sets)
     usable = [r for r in results if r["usable"]]
     sized = [r for r in usable if r["mfs"]]
-    ratio = [r["calls"] / (len(r["mfs"]) * math.log2(max(2, r["n_lines"]))) for r in sized]
+    size = {r["step_id"]: sum(map(len, r.get("sets") or [r["mfs"]])) for r in sized}
+    ratio = [r["calls"] / (size[r["step_id"]] * math.log2(max(2, r["n_lines"]))) for r in sized]
+    several = sum(len(r.get("sets") or ()) > 1 for r in sized)
     print(f"{len(results)} steps: the policy reproduces the recorded action on {len(usable)}; "
           f"MFS found on {len(sized)} (median size {_median([len(r['mfs']) for r in sized])}, "
-          f"median calls {_median([r['calls'] for r in sized])}, calls / (|MFS| log2 n) at most "
+          f"{several} with more than one disjoint set; median calls "
+          f"{_median([r['calls'] for r in sized])}, calls / (lines of all sets x log2 n) at most "
           f"{max(ratio, default=float('nan')):.2f})")  # fmt: skip
     print(f"written: {out}")
     return 0
