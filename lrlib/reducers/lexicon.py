@@ -122,8 +122,8 @@ def normalise_lines(texts: list[str]) -> list[str]:
     """
     if not texts:
         return []
-    lines = _NOT_NAME_LINE.sub(" ", "\n".join(texts).casefold()).split("\n")
-    return [" ".join(t.split()) for t in lines]
+    # every run of separators (whitespace included) is one space: only the ends to strip
+    return list(map(str.strip, _NOT_NAME_LINE.sub(" ", "\n".join(texts).casefold()).split("\n")))
 
 
 def quoted_phrases(goal: str) -> set[str]:
