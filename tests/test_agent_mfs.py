@@ -227,3 +227,25 @@ def test_own_coverage_sees_what_target_coverage_misses(state_steps):
         "no-radio": 0.0,
         "stub-radio": 0.0,
     }
+
+
+def test_mfs_command_every_set_joins_evaluate_as_their_union(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("LRLIB_RESULTS_DIR", str(tmp_path))
+    assert main(["mfs", "--sets", "0", "--limit", "1"]) == 2
+    assert "--sets must be at least 1" in capsys.readouterr().err
+    assert main(["mfs", "--tasks", "click-option", "--sets", "8"]) == 0
+    assert "with more than one disjoint set" in capsys.readouterr().out
+    rows = [
+        json.loads(x) for x in (tmp_path / "mfs" / "mfs_scripted.jsonl").read_text().splitlines()
+    ]
+    assert rows and all(r["sets"][0] == r["mfs"] for r in rows)
+    several = [r for r in rows if len(r["sets"]) > 1]
+    assert several  # Submit after the radio: {Submit} and {the ticked radio}
+    steps = [s for s in load_steps(path=miniwob_path()) if s.step_id == several[0]["step_id"]]
+    frame = evaluate(["full"], steps, progress=False)
+    assert frame["mfs_scripted"].tolist() == [True]
+    # a reducer that keeps only the first set does not cover the step
+    from lrlib.data.mfs_sets import mfs_covered, mfs_sets
+
+    sets = mfs_sets([several[0]["step_id"]])
+    assert not mfs_covered(sets, several[0]["step_id"], several[0]["mfs"])["mfs_scripted"]

@@ -58,6 +58,8 @@ def _steps(args: argparse.Namespace) -> list[Any]:
 
     if args.limit is not None and args.limit < 1:
         raise ValueError("--limit must be at least 1")
+    if getattr(args, "sets", 1) < 1:
+        raise ValueError("--sets must be at least 1 (1: the seeds' study's one set)")
     steps = load_steps(path=args.data or miniwob_path())
     tasks = [t.strip() for t in (args.tasks or ",".join(TASKS)).split(",") if t.strip()]
     known = sorted({str(s.family).removeprefix("miniwob.") for s in steps})
@@ -99,8 +101,6 @@ def run(args: argparse.Namespace) -> int:
     out = _out(args, policy)
     prov = provenance(**policy.provenance(), data=str(args.data or miniwob_path()),
                       packages=package_versions(["lrlib", "openai", "xllamacpp"]))  # fmt: skip
-    if args.sets < 1:
-        raise ValueError("--sets must be at least 1")
     results = build_all(steps, policy, out, prov, max_sets=args.sets)
     usable = [r for r in results if r["usable"]]
     sized = [r for r in usable if r["mfs"]]
