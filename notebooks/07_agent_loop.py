@@ -99,7 +99,9 @@ display(disagree)
 #
 # * **every minimal failure set kept** agrees with live success on every episode of every
 #   reducer (85 of 85 each; a bootstrap interval at 100% is degenerate: by the rule of
-#   three the agreement is at least 96% over episodes, 82% over task types);
+#   three the agreement is at least 96% over episodes, 82% over task types). The sets are
+#   the policy's own, found once per recorded tree whatever the reducer, so for a
+#   deterministic policy this is expected; what it shows is how far the proxies below are;
 # * **target coverage** agrees on 98% of bm25's episodes and all of program's, but on only
 #   79% [58, 94] of learned's: the learned scorer keeps the acted element and drops lines
 #   the policy reads to *decide*: the goal's other checkboxes (to tick later, or ticked
