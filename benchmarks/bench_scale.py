@@ -1,33 +1,47 @@
-"""Scale benchmark: a replicated dataset of N steps imported (written as Parquet), read back
-episode by episode, evaluated (program, learned, bm25) on every core, summarised with
-intervals; wall time, CPU/wall and the peak RSS of the whole process tree of each stage.
+"""Scale benchmark: a replicated dataset of N steps imported (Parquet), read back episode by
+episode, evaluated with ``lrlib evaluate`` (program, learned, bm25) on every core with its
+summary and intervals, and summarised again at N steps from the written rows; wall time,
+CPU/wall, the peak RSS of each stage's whole process tree (the joblib workers included),
+and the load.
 
-Usage (nice it on a shared machine; writes only under /tmp unless --workdir says otherwise)::
+**The whole 100k target, one command** (import + evaluate every step on every core +
+summary; writes only under /tmp; on a shared machine, serialise timing runs)::
 
-    nice .venv/bin/python benchmarks/bench_scale.py [--steps 100000] [--slice 3000] [--jobs 2]
-    nice .venv/bin/python benchmarks/bench_scale.py --steps 1000000 --stages import,read,summary
+    flock /tmp/lrlib-timing.lock .venv/bin/python benchmarks/bench_scale.py --steps 100000 --slice 0
 
-Stages (``--stages``, comma-separated; all by default):
+**The million-step memory check** (import, read, evaluate a 3,000-step slice whose time is
+extrapolated, and the summary of a million steps folded from that slice's rows)::
 
-- ``import``: the shipped 446 steps replicated to ``--steps`` (episode names suffixed ``~k``,
-  so every copy is its own episode) and written with :func:`lrlib.data.store.write_row_batches`
-  (Parquet, one episode at a time), as an importer writes them.
+    nice .venv/bin/python benchmarks/bench_scale.py --steps 1000000 --slice 3000
+
+It prints a markdown table for a note (stage, steps, wall, CPU/wall, peak RSS, load before
+and after), then every figure as JSON.
+
+Stages (``--stages``, comma-separated; all by default), each in its own process:
+
+- ``import``: the shipped steps replicated to ``--steps`` (episode names suffixed ``~k``,
+  so every copy is its own episode), written with :func:`lrlib.data.store.write_row_batches`
+  (Parquet, an episode batch at a time), as ``lrlib import-traces -o x.parquet`` writes.
 - ``read``: the whole file read back episode by episode as Step objects
   (:func:`lrlib.data.store.iter_episodes`): the memory of the streaming read.
-- ``evaluate``: :func:`lrlib.eval.sharded.evaluate_file` on the first ``--slice`` steps of
-  the file (``--slice 0``: all of them); the time for all ``--steps`` is extrapolated
-  linearly from the slice (every step costs the same on average: the steps are copies).
-- ``summary``: the summary columns the evaluation kept for the slice, replicated to
-  ``--steps`` steps per reducer, through ``interval_table`` (2000 bootstrap replicates per
-  interval): the part of ``lrlib evaluate`` whose memory grows with the number of steps.
-
-Each stage runs in its own process; a sampler adds up the RSS of that process and all its
-children (the joblib workers) every 0.2 s, and their CPU time.
+- ``evaluate``: ``lrlib evaluate --data <file> --split all --reducers 'program;learned;bm25'
+  --out rows.parquet`` in this stage's process (the plan line, the sharded evaluation on
+  every core or ``--jobs``, the summary table with its intervals), on the first
+  ``--slice`` steps (``--slice 0``: all); the time for all ``--steps`` is extrapolated
+  linearly from the slice when it is smaller (the steps are copies: each costs the same
+  on average).
+- ``summary``: the rows the evaluation wrote, folded into
+  :class:`lrlib.eval.episode_stats.EpisodeStats` until they stand for ``--steps`` steps per
+  reducer (copies with renamed episodes), then the same summary table
+  (:func:`lrlib.report.tables.interval_table`, 2000 bootstrap replicates per interval):
+  the memory of the summary at ``--steps``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -37,6 +51,11 @@ import time
 from pathlib import Path
 
 SPECS = ["program", "learned", "bm25"]
+#: what the summary folds (the columns EpisodeStats reads)
+_STATS_COLUMNS = ["reducer", "episode", "target_status", "evidence_status", "episode_success",
+                  "covered", "covered_visible", "evidence_covered", "evidence_covered_lines",
+                  "horizon_covered_1", "horizon_covered_2", "horizon_covered_3", "reduction",
+                  "reduction_chars", "reduction_lines", "latency_s"]  # fmt: skip
 
 
 def stage_import(args: argparse.Namespace) -> dict:
@@ -75,49 +94,44 @@ def stage_read(args: argparse.Namespace) -> dict:
 
 
 def stage_evaluate(args: argparse.Namespace) -> dict:
-    import pandas as pd
+    from lrlib.cli import main
 
-    from lrlib.eval import sharded
-
-    limit = args.slice or None
-    kept = sharded.evaluate_file(
-        SPECS, args.data, Path(args.workdir) / "rows.parquet", limit=limit, jobs=args.jobs,
-        progress=False,
-    )  # fmt: skip
-    kept.to_pickle(Path(args.workdir) / "kept.pkl")
-    n = len(kept) // len(SPECS)
-    return {"steps": int(n), "rows": len(kept), "kept_bytes": int(kept.memory_usage(deep=True).sum()),
-            "written_rows": len(pd.read_parquet(Path(args.workdir) / "rows.parquet", columns=["reducer"]))}  # fmt: skip
+    n = args.slice or args.steps
+    argv = ["evaluate", "--data", str(args.data), "--split", "all", "--reducers",
+            ";".join(SPECS), "--out", str(Path(args.workdir) / "rows.parquet"),
+            "--limit", str(n), "--no-progress"]  # fmt: skip
+    if args.jobs:
+        argv += ["--jobs", str(args.jobs)]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(argv)
+    if code:
+        raise SystemExit(f"lrlib evaluate failed ({code})")
+    table = out.getvalue()
+    print(table, file=sys.stderr)
+    return {"steps": n, "table": table}
 
 
 def stage_summary(args: argparse.Namespace) -> dict:
     import pandas as pd
 
-    from lrlib.eval.sharded import _concat, summary_columns
+    from lrlib.eval.episode_stats import EpisodeStats
     from lrlib.report.tables import interval_table
 
-    kept = summary_columns(pd.read_pickle(Path(args.workdir) / "kept.pkl"))
-    per_reducer = len(kept) // len(SPECS)
+    rows = pd.read_parquet(Path(args.workdir) / "rows.parquet", columns=_STATS_COLUMNS)
+    per_reducer = len(rows) // len(SPECS)
     copies = max(1, round(args.steps / per_reducer))
-    parts = []
-    for k in range(copies):
-        part = kept.copy()
-        part["episode"] = part["episode"].cat.rename_categories(lambda e, k=k: f"{e}#{k}")
-        parts.append(part)
-    big = _concat(parts)
-    del parts
-    import gc
-
-    import psutil
-
-    gc.collect()
-    rss_before = psutil.Process().memory_info().rss
+    stats = EpisodeStats()
     t = time.perf_counter()
-    table = interval_table(big)
-    return {"rows": len(big), "steps_per_reducer": len(big) // len(SPECS),
-            "frame_bytes": int(big.memory_usage(deep=True).sum()),
-            "interval_table_s": round(time.perf_counter() - t, 1),
-            "rss_before_table_mb": rss_before >> 20,
+    episode = rows["episode"].astype(str)
+    for k in range(copies):
+        rows["episode"] = episode + f"#{k}" if copies > 1 else episode
+        stats.add(rows)
+    fold_s = time.perf_counter() - t
+    t = time.perf_counter()
+    table = interval_table(stats)
+    return {"steps": per_reducer * copies, "rows_folded": len(stats),
+            "fold_s": round(fold_s, 1), "table_s": round(time.perf_counter() - t, 1),
             "table": table.to_dict("records")}  # fmt: skip
 
 
@@ -163,6 +177,36 @@ def _measure(cmd: list[str]) -> dict:
             "cpu_per_wall": round(cpu_s / wall, 2), "peak_rss_mb": round(peak / 2**20)}  # fmt: skip
 
 
+def note_table(results: dict) -> str:
+    """The markdown table for a note: one line per stage that ran, then the totals.
+
+    >>> r = {"import": {"steps": 10, "wall_s": 2.0, "cpu_per_wall": 0.9, "peak_rss_mb": 200,
+    ...      "load_before": 0.5, "load_after": 0.7}}
+    >>> note_table(r).splitlines()[2]
+    '| import | 10 | 2.0 s | 0.90 | 200 MB | 0.50 / 0.70 |'
+    """
+    lines = ["| stage | steps | wall | CPU/wall | peak RSS (tree) | load 1 min before / after |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    for name in STAGES:
+        if name in results:
+            r = results[name]
+            lines.append(
+                f"| {name} | {r['steps']} | {r['wall_s']:.1f} s | {r['cpu_per_wall']:.2f} | "
+                f"{r['peak_rss_mb']} MB | {r['load_before']:.2f} / {r['load_after']:.2f} |"
+            )
+    ran = [results[n] for n in STAGES if n in results]
+    if ran:
+        wall = sum(r["wall_s"] for r in ran)
+        peak = max(r["peak_rss_mb"] for r in ran)
+        lines.append(f"| **all stages** | | **{wall / 60:.1f} min** | | **{peak} MB** | |")
+    if "evaluate_extrapolated_s" in results:
+        lines.append(
+            f"\nevaluate extrapolated to {results['steps']} steps from "
+            f"{results['evaluate']['steps']}: {results['evaluate_extrapolated_s'] / 60:.1f} min"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=100_000)
@@ -178,26 +222,31 @@ def main(argv: list[str] | None = None) -> int:
     if args.stage:  # a child: run one stage, print its result as JSON
         print(json.dumps(STAGES[args.stage](args), default=str))
         return 0
+    unknown = set(args.stages.split(",")) - set(STAGES)
+    if unknown:
+        parser.error(f"unknown stage(s) {sorted(unknown)}; valid: {', '.join(STAGES)}")
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="bench_scale_"))
+    workdir.mkdir(parents=True, exist_ok=True)
     data = workdir / f"steps-{args.steps}.parquet"
     print(f"bench_scale: {args.steps} steps in {workdir}; load: {os.getloadavg()}", file=sys.stderr)
     results = {"steps": args.steps, "slice": args.slice, "jobs": args.jobs,
-               "cores": os.cpu_count(), "load_before": os.getloadavg()}  # fmt: skip
+               "cores": os.cpu_count(), "started": time.strftime("%Y-%m-%d %H:%M:%S %Z")}  # fmt: skip
     for name in args.stages.split(","):
         cmd = [sys.executable, __file__, "--stage", name, "--steps", str(args.steps),
                "--slice", str(args.slice), "--workdir", str(workdir), "--data", str(data)]  # fmt: skip
         if args.jobs:
             cmd += ["--jobs", str(args.jobs)]
+        load_before = os.getloadavg()[0]
         r = _measure(cmd)
-        r["load_after"] = os.getloadavg()
+        r["load_before"], r["load_after"] = load_before, os.getloadavg()[0]
         results[name] = r
-        print(
-            f"{name}: {json.dumps({k: v for k, v in r.items() if k != 'table'})}", file=sys.stderr
-        )
+        shown = {k: v for k, v in r.items() if k != "table"}
+        print(f"{name}: {json.dumps(shown)}", file=sys.stderr)
     if "evaluate" in results:
         ev = results["evaluate"]
-        per_step = ev["wall_s"] / max(1, ev["steps"])
-        results["evaluate_extrapolated_s"] = round(per_step * args.steps)
+        if ev["steps"] < args.steps:
+            results["evaluate_extrapolated_s"] = round(ev["wall_s"] / ev["steps"] * args.steps)
+    print(note_table(results))
     print(json.dumps(results, indent=1, default=str))
     return 0
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from lrlib.core.step import Step
 
-BATCH_ROWS = 2048  # rows per Parquet row group / per batch read
+BATCH_ROWS = 512  # rows per Parquet row group / per batch read (2048: +50 MB to read one)
 PARQUET_SUFFIXES = (".parquet", ".pq")
 _TYPES = {
     "step_id": "string", "episode": "string", "benchmark": "string", "task": "string",
