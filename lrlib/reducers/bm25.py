@@ -162,22 +162,27 @@ def scores_from_counts(lengths: np.ndarray, tf: np.ndarray, order: Sequence[int]
     """BM25 (Lucene variant, ``k1=1.5``, ``b=0.75``) of documents of ``lengths`` with term
     counts ``tf`` (:func:`term_counts`), for a query whose terms are the columns ``order``,
     computed as ``bm25s`` does: float32 pair scores from float64, added in query order in
-    float32 (the same numbers bit for bit, ``tests/test_features_fast.py``).
+    float32 (the same numbers bit for bit, ``tests/test_features_fast.py``). Leading axes
+    are separate corpora: ``lengths`` (..., documents), ``tf`` (..., documents, terms).
 
     >>> (scores_from_counts(np.array([2, 2]), np.array([[1], [0]]), [0]) > 0).tolist()
     [True, False]
     """
-    n = len(lengths)
-    scores = np.zeros(n, dtype=np.float32)
-    if not n or not tf.any():  # no query word in the corpus: bm25s scores nothing
+    lengths = np.asarray(lengths)
+    n = lengths.shape[-1]
+    scores = np.zeros(lengths.shape, dtype=np.float32)
+    if not n or not tf.size:
         return scores
-    df = np.count_nonzero(tf, axis=0).tolist()
-    idf = np.array([math.log(1 + (n - f + 0.5) / (f + 0.5)) for f in df], np.float32)
-    norm = K1 * ((1 - B) + B * lengths / (int(lengths.sum()) / n))
+    df = np.count_nonzero(tf, axis=-2)
+    idf = [math.log(1 + (n - f + 0.5) / (f + 0.5)) for f in df.ravel().tolist()]
+    idf = np.array(idf, np.float32).reshape(df.shape).astype(float)
+    total = lengths.sum(axis=-1, keepdims=True)
+    average = np.where(total > 0, total, n) / n  # no token at all: no score either way
+    norm = K1 * ((1 - B) + B * lengths / average)
     tf = tf.astype(float)
-    pair = (idf.astype(float) * (tf / (norm[:, None] + tf))).astype(np.float32)
+    pair = (idf[..., None, :] * (tf / (norm[..., None] + tf))).astype(np.float32)
     for k in order:
-        scores += pair[:, k]
+        scores += pair[..., k]
     return scores
 
 

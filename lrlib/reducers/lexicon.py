@@ -20,6 +20,7 @@ saturate, :mod:`.features`). Three granularities:
 
 from __future__ import annotations
 
+import functools
 import re
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -77,11 +78,17 @@ def goal_terms(text: str) -> list[str]:
 
 def term_matcher(terms: list[str]) -> re.Pattern[str] | None:
     """A regex finding the terms in lower-cased text: numbers as whole tokens, words of four
-    letters or more anywhere in a word, shorter words at the start of a word.
+    letters or more anywhere in a word, shorter words at the start of a word (compiled
+    once per list of terms: a goal's steps share it).
 
     >>> bool(term_matcher(["best"]).search("bestsellers")), term_matcher([])
     (True, None)
     """
+    return _matcher(tuple(terms))
+
+
+@functools.lru_cache(maxsize=1024)
+def _matcher(terms: tuple[str, ...]) -> re.Pattern[str] | None:
     parts = []
     for t in terms:  # each branch starts with its literal (a fast scan), then looks back
         e = re.escape(t)
