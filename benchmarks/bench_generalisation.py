@@ -57,6 +57,7 @@ from lrlib.reducers.program import Program
 
 sys.path.insert(0, str(Path(__file__).parent))
 from train_learned import GRID  # noqa: E402  (the same knob grid)
+from tune_program import MIN_EVIDENCE  # noqa: E402  (the program's tuning constraint)
 
 BASELINES = ("bm25", "bm25:unit=chunks", "embedding")
 # baselines whose vectors ship only for validation+test (lrlib.report.packs): measured there only,
@@ -190,7 +191,7 @@ def main() -> int:
     draws = {"samples": 60, "restarts": 2} if args.fast else {"samples": 150, "restarts": 5}
     tset = TuningSet(steps)
     gfolds = [Fold(f.name, dev_idx[f.train_idx], dev_idx[f.test_idx]) for f in folds(dev, "family")]
-    _, _, per_fold = cross_validate(tset, gfolds, 0.97, **draws)
+    _, _, per_fold = cross_validate(tset, gfolds, 0.97, min_evidence=MIN_EVIDENCE, **draws)
     parts = [_exact(Program(**r["knobs"]), [steps[i] for i in g.test_idx])
              for g, r in zip(gfolds, per_fold, strict=True)]  # fmt: skip
     order = np.concatenate([g.test_idx for g in gfolds])
@@ -203,7 +204,7 @@ def main() -> int:
         ep[test_idx],
     )
     results["miniwob-check", "program"] = (*_exact(get_reducer("program"), check), _episodes(check))
-    k_wa, _ = tune(tset, 0.97, idx=wa, **draws)
+    k_wa, _ = tune(tset, 0.97, idx=wa, min_evidence=MIN_EVIDENCE, **draws)
     results["workarena->webarena", "program"] = (
         *_exact(Program(**asdict(k_wa)), [steps[i] for i in we]),
         ep[we],
