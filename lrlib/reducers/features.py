@@ -94,7 +94,6 @@ FEATURES: tuple[str, ...] = (
 # page or agent state: may only lower a score
 DEMOTE_ONLY = ("field_pending", "last_el", "filled", "done_choice")
 _NAME = re.compile(r"^(?:'((?:[^'\\]|\\.)*)')?")
-_WORD_OR_LINE = re.compile(r"[a-z0-9]+|\n")  # lexicon's words, and line breaks
 # _NAME on each line of the joined names (the rest of a line consumed: one match per line)
 _OWN_NAME = re.compile(r"^(?:'((?:[^'\\\n]++|\\.)*+)')?[^\n]*+", re.MULTILINE)
 _HEAD = re.compile(r"^(?:\[[^\]\s]*\] ?)?(?:[A-Za-z][\w-]*)?")
@@ -269,32 +268,31 @@ def _rel(scores: np.ndarray) -> np.ndarray:
     return scores / top if top > 0 else np.zeros_like(scores)
 
 
-def _goal_hits(text: str, n: int, goal: set[str]) -> np.ndarray:
-    """Which of the ``goal`` terms each of the ``n`` lines of ``text`` (lower-cased, joined
-    by ``\\n``) holds, as :func:`.lexicon.terms` counts them: a content word by its first
-    five characters (a lines x goal terms boolean matrix)."""
-    column = {t: k for k, t in enumerate(sorted(goal))}
-    column["\n"] = -2
-    found = _WORD_OR_LINE.findall(text)
-    m = len(found)
-    code = np.fromiter(
-        map(column.get, map(operator.getitem, found, repeat(slice(0, 5))), repeat(-1)),
-        np.int64,
-        m,
-    )
-    line = np.cumsum(code == -2)
-    at = [k for k in np.flatnonzero(code >= 0).tolist() if content(found[k])]
-    out = np.zeros((n, len(goal)), bool)
-    out[line[at], code[at]] = True
-    return out
+@functools.lru_cache(maxsize=1024)
+def _goal_term_pattern(goal: frozenset[str]) -> re.Pattern[str]:
+    """Finds, in lower-cased text, the words whose :func:`.lexicon.terms` entry is in
+    ``goal`` (a word of four characters or fewer whole, a longer one by its first five):
+    group ``t`` is that entry, the match the whole word (compiled once per goal)."""
+    # each branch starts with its literal (a fast scan), then looks back: (?<![a-z0-9])t
+    branches = [
+        rf"{re.escape(t)}(?<![a-z0-9]{re.escape(t)})" + ("" if len(t) == 5 else "(?![a-z0-9])")
+        for t in sorted(goal)
+    ]
+    return re.compile(rf"(?P<t>{'|'.join(branches)})[a-z0-9]*")
 
 
-def _found(pattern: re.Pattern[str] | None, text: str, starts: np.ndarray, n: int) -> np.ndarray:
+def _found(
+    pattern: re.Pattern[str] | None, text: str, starts: np.ndarray, n: int, words: bool = False
+) -> np.ndarray:
     """Which lines (``starts``: offsets of each line in ``text``) hold which matches of
-    ``pattern``: a (lines x distinct matches) boolean matrix."""
+    ``pattern`` (``words``: its group ``t``, where the whole match is a content word): a
+    (lines x distinct matches) boolean matrix."""
     if pattern is None:
         return np.zeros((n, 0), bool)
-    hits = [(m.start(), m[0]) for m in pattern.finditer(text)]
+    if words:
+        hits = [(m.start(), m["t"]) for m in pattern.finditer(text) if content(m[0])]
+    else:
+        hits = [(m.start(), m[0]) for m in pattern.finditer(text)]
     seen = {w: k for k, w in enumerate(dict.fromkeys(w for _, w in hits))}
     out = np.zeros((n, len(seen)), bool)
     if hits:
@@ -368,7 +366,7 @@ def line_features(step: Step) -> np.ndarray:
     lens = np.fromiter(map(len, text.split("\n")), np.int64, n)
     starts = np.r_[0, np.cumsum(lens[:-1] + 1)]  # offset of each line in text
     if goal:
-        found = _goal_hits(text, n, goal)
+        found = _found(_goal_term_pattern(frozenset(goal)), text, starts, n, words=True)
         X[:, _C["hits"]] = _capped(found)
         X[:, _C["kids_hits"]] = _capped(kids.sum(found))
     match = term_matcher(goal_terms(step.goal))
