@@ -154,30 +154,67 @@ class EpisodeStats:
         self._check_by(by)
         measures = intervals.MEASURES if measures is None else measures
         n_boot = intervals.N_BOOT if n_boot is None else n_boot
-        out: pd.DataFrame | None = None
+        measures = [m for m in measures if m[0] in self.columns]
+        # every (measure, reducer): its point estimate, n, clusters and statistic; those with
+        # as many clusters share one stream of draws (the draws of intervals.interval)
+        cells: dict[tuple[str, str], dict[str, Any]] = {}
         for column, stat, prefix in measures:
-            if column not in self.columns:
-                continue
-            rows = []
             for label, red in self.reducers.items():
-                if stat == "median":
-                    codes = np.concatenate(red.codes) if red.codes else np.zeros(0, np.int32)
-                    r = intervals.interval(
-                        self._values(red, column), codes, stat, n_boot, seed=seed
-                    )
-                elif column in red.sums:
-                    r = intervals.interval_from_sums(
-                        red.sums[column], red.counts[column], n_boot, seed=seed
-                    )
-                else:
-                    raise KeyError(f"no per-episode sums of {column!r}; folded: {SHARES}")
+                cells[prefix, label] = self._cell(red, column, stat)
+        by_k: dict[int, list[dict[str, Any]]] = {}
+        for cell in cells.values():
+            if cell["k"] >= 2:
+                by_k.setdefault(cell["k"], []).append(cell)
+        for k, group in by_k.items():
+            reps = intervals.shared_replicates(k, [c["statistic"] for c in group], n_boot, seed)
+            for cell, r in zip(group, reps, strict=True):
+                cell["reps"] = r
+        out: pd.DataFrame | None = None
+        for _, _, prefix in measures:
+            rows = []
+            for label in self.reducers:
+                c = cells[prefix, label]
+                r = intervals.finish(c["estimate"], c.get("reps", np.zeros(0)), c["n"], c["k"])
                 rows.append({"reducer": label, prefix: r["estimate"], f"{prefix}_lo": r["lo"],
                              f"{prefix}_hi": r["hi"], f"{prefix}_n": r["n_steps"],
                              f"{prefix}_episodes": r["n_episodes"]})  # fmt: skip
-            b = pd.DataFrame(rows, columns=["reducer", prefix, f"{prefix}_lo", f"{prefix}_hi",
-                                            f"{prefix}_n", f"{prefix}_episodes"])  # fmt: skip
+            b = pd.DataFrame(rows)
             out = b if out is None else out.merge(b, on=["reducer"], how="left")
         return out if out is not None else pd.DataFrame(columns=["reducer"])
+
+    def _cell(self, red: _Reducer, column: str, stat: str) -> dict[str, Any]:
+        """Point estimate, n, clusters and replicate statistic of one measure of a reducer."""
+        import numpy as np
+        import pandas as pd
+
+        from lrlib.eval import intervals
+
+        if stat == "median":
+            v = self._values(red, column)
+            codes = np.concatenate(red.codes) if red.codes else np.zeros(0, np.int32)
+            keep = ~np.isnan(v)
+            v = v[keep]
+            if not v.size:
+                return {"estimate": float("nan"), "n": 0, "k": 0}
+            clusters, uniques = pd.factorize(codes[keep])  # first appearance, as interval()
+            return {"estimate": float(np.median(v)), "n": int(v.size), "k": len(uniques),
+                    "statistic": intervals.median_statistic(v, clusters)}  # fmt: skip
+        if stat != "mean":
+            raise ValueError(f"unknown statistic {stat!r}; choose one of: mean, median")
+        if column not in red.sums:
+            raise KeyError(f"no per-episode sums of {column!r}; folded: {SHARES}")
+        counts = red.counts[column]
+        keep = counts > 0
+        s, c = red.sums[column][keep], counts[keep]
+        n = int(c.sum())
+        if not n:
+            return {"estimate": float("nan"), "n": 0, "k": 0}
+
+        def mean(w: np.ndarray, s: np.ndarray = s, c: np.ndarray = c) -> np.ndarray:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return (w @ s) / (w @ c)
+
+        return {"estimate": float(s.sum()) / n, "n": n, "k": int(s.size), "statistic": mean}
 
     def summarize(self, by: str | Sequence[str] = "reducer") -> pd.DataFrame:
         """What :func:`lrlib.eval.metrics.summarize` gives on the rows that were added."""

@@ -68,12 +68,69 @@ def _replicates(values: np.ndarray, clusters: np.ndarray, stat: str, w: np.ndarr
         with np.errstate(invalid="ignore", divide="ignore"):
             return (w @ sums) / den
     order = np.argsort(values, kind="stable")
-    sorted_values = values[order]
-    step_w = w[:, clusters[order]].astype(float)  # (n_boot, n_steps), in value order
+    return _sorted_medians(values[order], clusters[order], w)
+
+
+def _sorted_medians(sorted_values: np.ndarray, sorted_clusters: np.ndarray, w: np.ndarray):
+    """Weighted medians of values already in (stable) value order, one per row of ``w``."""
+    import numpy as np
+
+    step_w = w[:, sorted_clusters].astype(float)  # (n_boot, n_steps), in value order
     cum = np.cumsum(step_w, axis=1)
     half = cum[:, -1:] / 2.0
     idx = (cum < half).sum(axis=1)  # first index whose cumulative weight reaches half
-    return sorted_values[np.minimum(idx, len(values) - 1)]
+    return sorted_values[np.minimum(idx, len(sorted_values) - 1)]
+
+
+def shared_replicates(
+    k: int, statistics: Sequence[Any], n_boot: int = N_BOOT, seed: int = 0
+) -> list[np.ndarray]:
+    """Replicates of several statistics over the same ``k`` clusters from one stream of
+    draws (the draws :func:`interval` makes for ``k`` clusters and this ``seed``): each of
+    ``statistics`` maps a block of weights (rows x ``k``) to one value per row. Drawing
+    the weights is what costs at many clusters; statistics of one size share them.
+
+    >>> import numpy as np
+    >>> values, clusters = np.array([1.0, 0.0, 1.0, 1.0]), np.array([0, 0, 1, 2])
+    >>> (mean,) = shared_replicates(3, [lambda w: (w @ [1.0, 1, 1]) / (w @ [2.0, 1, 1])], 50)
+    >>> bool((mean == _resampled(values, clusters, "mean", 50, 0)[1]).all())
+    True
+    """
+    import numpy as np
+
+    block = max(1, min(n_boot, _BLOCK_CELLS // max(k, 1)))
+    out: list[list[np.ndarray]] = [[] for _ in statistics]
+    rng = np.random.default_rng(seed)
+    p = np.full(k, 1.0 / k)
+    for i in range(0, n_boot, block):
+        w = rng.multinomial(k, p, size=min(block, n_boot - i))
+        for got, statistic in zip(out, statistics, strict=True):
+            got.append(statistic(w))
+    return [np.concatenate(got) for got in out]
+
+
+def median_statistic(values: np.ndarray, clusters: np.ndarray) -> Any:
+    """For :func:`shared_replicates`: the weighted median of ``values`` (clusters coded
+    0..k-1), sorted once, computed a few rows at a time (rows x steps stays small).
+
+    >>> import numpy as np
+    >>> f = median_statistic(np.array([3.0, 1.0, 2.0]), np.array([0, 1, 2]))
+    >>> f(np.array([[1, 1, 1], [3, 0, 0]])).tolist()
+    [2.0, 3.0]
+    """
+    import numpy as np
+
+    order = np.argsort(values, kind="stable")
+    sorted_values, sorted_clusters = values[order], clusters[order]
+    rows = max(1, _BLOCK_CELLS // max(1, values.size))
+
+    def statistic(w: np.ndarray) -> np.ndarray:
+        return np.concatenate(
+            [_sorted_medians(sorted_values, sorted_clusters, w[i : i + rows])
+             for i in range(0, len(w), rows)]
+        )  # fmt: skip
+
+    return statistic
 
 
 def _point(values: np.ndarray, stat: str) -> float:
@@ -100,7 +157,7 @@ def interval(
 
     _check_stat(stat)
     est, reps, n_steps, n_clusters = _resampled(values, clusters, stat, n_boot, seed)
-    return _finish(est, reps, n_steps, n_clusters, level)
+    return finish(est, reps, n_steps, n_clusters, level)
 
 
 def interval_from_sums(
@@ -134,28 +191,20 @@ def interval_from_sums(
         with np.errstate(invalid="ignore", divide="ignore"):
             return (w @ s) / (w @ c)
 
-    reps = _draw(k, n_boot, seed, max(1, min(n_boot, _BLOCK_CELLS // k)), mean)
-    return _finish(float(s.sum()) / n, reps, n, k, level)
+    reps = shared_replicates(k, [mean], n_boot, seed)[0] if k >= 2 else np.zeros(0)
+    return finish(float(s.sum()) / n, reps, n, k, level)
 
 
-def _draw(k: int, n_boot: int, seed: int, block: int, replicate: Any) -> np.ndarray:
-    """``replicate(w)`` over ``n_boot`` multinomial draws of ``k`` clusters, ``block`` at a
-    time (the same draws as all at once)."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    p = np.full(k, 1.0 / k)
-    return np.concatenate(
-        [
-            replicate(rng.multinomial(k, p, size=min(block, n_boot - i)))
-            for i in range(0, n_boot, block)
-        ]
-    )
-
-
-def _finish(
-    est: float, reps: np.ndarray, n_steps: int, n_clusters: int, level: float
+def finish(
+    est: float, reps: np.ndarray, n_steps: int, n_clusters: int, level: float = LEVEL
 ) -> dict[str, float | int]:
+    """The row of :func:`interval` from a point estimate and its bootstrap replicates
+    (percentile interval; NaN with fewer than 2 clusters).
+
+    >>> import numpy as np
+    >>> finish(0.5, np.linspace(0, 1, 101), 10, 4)["hi"]
+    0.975
+    """
     import numpy as np
 
     out: dict[str, float | int] = {"n_steps": n_steps, "n_episodes": n_clusters}
@@ -188,10 +237,13 @@ def _resampled(
     codes, uniques = pd.factorize(pd.Series(np.asarray(clusters, dtype=object)[keep]))
     k = len(uniques)
     # replicates drawn and computed a block at a time (the same draws as all at once): the
-    # weights (block x clusters) and the median's step weights (block x steps) stay small
+    # weights (block x clusters) and the median's step weights (rows x steps) stay small
     # however many steps there are
-    block = max(1, min(n_boot, _BLOCK_CELLS // max(k, v.size if stat == "median" else 1)))
-    reps = _draw(k, n_boot, seed, block, lambda w: _replicates(v, codes, stat, w))
+    statistic = (
+        median_statistic(v, codes) if stat == "median"
+        else (lambda w: _replicates(v, codes, stat, w))
+    )  # fmt: skip
+    reps = shared_replicates(k, [statistic], n_boot, seed)[0]
     return _point(v, stat), reps, int(v.size), int(k)
 
 
