@@ -337,3 +337,39 @@ def test_a_kept_unnamed_item_brings_its_text_on_real_miniwob_pages():
             assert set(ctx[carried[0] - 1]) & set(alternatives(s.axtree, kind, g)), s.step_id
             checked += 1
     assert checked >= 5  # use-autocomplete, social-media: list items named by a child
+
+
+def test_a_line_showing_the_searched_identifier_brings_its_records_row(real_steps):
+    """On recorded report steps ("the customer with phone number 2065555555"), the line
+    that shows the goal's identifier (the search box holding it, the cell) brings the
+    matching row's cells: the answer the agent reports becomes readable with it (train and
+    validation steps, where the rule was written; test steps are measured, not asserted)."""
+    from lrlib.data.evidence import alternatives
+    from lrlib.reducers.budget import companion_lines, searched_rows
+
+    fired = 0
+    for s in real_steps:
+        if s.meta.get("split") not in ("train", "validation"):
+            continue
+        rows = searched_rows(s)
+        answers = [g for kind, g in typed_evidence(s) if kind == "answer"]
+        if not rows or not answers:
+            continue
+        comp = companion_lines(s)
+        for i in rows:
+            brought = {j + 1 for j in comp[i]} | {i + 1}
+            assert all(readable(s.axtree, "answer", g, brought) for g in answers), s.step_id
+            assert all(alternatives(s.axtree, "answer", g) for g in answers)
+        fired += 1
+    assert fired >= 2
+
+
+def test_no_identifier_no_rows():
+    from lrlib.reducers.budget import searched_rows
+
+    tree = "[1] table ''\n\t[2] row ''\n\t\t[3] cell 'Adam'\n\t\t[4] cell '2065555555'"
+    assert searched_rows(Step(goal="Find the customer named Adam", tree=tree)) == {}
+    many = "[1] table ''\n" + "".join(
+        f"\t[{k}0] row ''\n\t\t[{k}1] cell 'A1 {k}'\n" for k in range(5)
+    )
+    assert searched_rows(Step(goal="Find A1", tree=many)) == {}  # five rows match: no record

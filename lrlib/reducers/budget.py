@@ -168,4 +168,65 @@ def companion_lines(step: Step) -> list[list[int]]:
     """
     from lrlib.data.evidence import context_lines
 
-    return [[m - 1 for m in c] for c in context_lines(step.axtree)]
+    out = [[m - 1 for m in c] for c in context_lines(step.axtree)]
+    if SEARCHED_ROWS:
+        for i, row in searched_rows(step).items():
+            out[i] = out[i] + [j for j in row if j != i and j not in out[i]]
+    return out
+
+
+SEARCHED_ROWS = True
+PUNCT = ".?!:;'\"()"
+SEARCHED_ROWS_MAX = 3  # more matching rows than this: the term does not pick a record
+
+
+def searched_rows(step: Step) -> dict[int, list[int]]:
+    """What a line showing an identifier the goal names brings: the cells of the table rows
+    that show it (0-based lines; at most :data:`SEARCHED_ROWS_MAX` rows). An identifier is
+    a goal word of 3+ characters with a digit or an ``@`` (a phone or order number, an
+    e-mail); the agent that searched for it reads the matching record's other cells.
+
+    >>> tree = ("[1] textbox 'Search' value='2065555555'\\n[2] table ''\\n\\t[3] row ''\\n"
+    ...         "\\t\\t[4] cell 'Adam Garcia'\\n\\t\\t[5] cell '2065555555'\\n\\t[6] row ''\\n"
+    ...         "\\t\\t[7] cell 'Bob'\\n\\t\\t[8] cell '2065550000'")
+    >>> searched_rows(Step(goal="Find the customer with phone 2065555555", tree=tree))
+    {0: [3, 4], 4: [3, 4]}
+    """
+    from lrlib.data.evidence import CONTEXT_MAX_CHARS, line_name
+
+    terms = {
+        w
+        for w in step.goal.casefold().replace(",", " ").split()
+        if len(w.strip(PUNCT)) >= 3 and any(c.isdigit() or c == "@" for c in w)
+    }
+    terms = {w.strip(PUNCT) for w in terms}
+    if not terms:
+        return {}
+    t = step.axtree
+    texts = [x.casefold() for x in t.texts]
+    rows: dict[str, list[list[int]]] = {}
+    for r, role in enumerate(t.roles):
+        if role != "row":
+            continue
+        cells, depth = [], len(t.ancestors(r + 1))
+        for j in range(r + 1, len(t)):
+            if len(t.ancestors(j + 1)) <= depth:
+                break
+            if t.roles[j] in ("cell", "gridcell", "rowheader"):
+                name = line_name(t.texts[j])
+                if name and len(name) <= CONTEXT_MAX_CHARS:
+                    cells.append(j)
+        names = [line_name(t.texts[j]) for j in cells]
+        for w in terms:
+            if any(w in n for n in names):
+                rows.setdefault(w, []).append(cells)
+    out: dict[int, list[int]] = {}
+    for w, found in rows.items():
+        if len(found) > SEARCHED_ROWS_MAX:
+            continue
+        cells = sorted({j for c in found for j in c})
+        for i, x in enumerate(texts):
+            if w in x:
+                out.setdefault(i, [])
+                out[i] += [j for j in cells if j not in out[i]]
+    return out
