@@ -187,3 +187,15 @@ def test_term_matcher_finds_what_it_found(terms, text):
         low = text.lower()
         assert [m.span() for m in new.finditer(low)] == [m.span() for m in old.finditer(low)]
         assert re.compile(new.pattern) is not None
+
+
+def test_odd_characters_take_the_slow_path_alike():
+    """Lines with characters other than ASCII (a lone surrogate, a capital dotted I, a
+    Kelvin sign that lower-cases to ASCII) count as the per-line definitions count them."""
+    docs = ["Add \ud800 cart", "İstanbul KELVIN \u212a cart", "ΣΑΣ cart_2 x", "", "a b  c"]
+    for query in ("cart", "istanbul k cart_2", "σας"):
+        assert np.array_equal(bm25_scores(docs, query), legacy.bm25_scores(docs, query))
+    assert normalise_lines(docs) == [normalise(t) for t in docs]
+    tree = "\n".join(f"[{k}] button '{d}'" for k, d in enumerate(docs))
+    step = Step(goal="Click the İstanbul cart", tree=tree)
+    assert np.array_equal(line_features(step), legacy.line_features(step))

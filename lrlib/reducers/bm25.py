@@ -75,7 +75,11 @@ STOPWORDS = (
 )  # fmt: skip  (bm25s's English list)
 _STOP = frozenset(STOPWORDS)
 _RUN = re.compile(r"\w\w+")  # as r"\b\w\w+\b": a run of word characters is one token
-_RUN_OR_LINE = re.compile(r"\w\w+|\n")
+_BYTE_SEPARATORS = bytes(
+    c if c == 10 or c > 127 or re.fullmatch(r"\w", chr(c)) else 32 for c in range(256)
+)  # ASCII other than word characters to a space
+_SHORT = {chr(c).encode(): 1 for c in range(128) if re.fullmatch(r"\w", chr(c))}  # 1-char runs
+_STOP_BYTES = {w.encode(): 1 for w in STOPWORDS}
 
 
 def tokens(text: str) -> list[str]:
@@ -133,12 +137,23 @@ def joined_term_counts(text: str, n: int, words: Sequence[str]) -> tuple[np.ndar
     >>> [a.tolist() for a in joined_term_counts("add to cart\\n\\ncart", 3, ["cart"])]
     [[2, 0, 1], [[1], [0], [1]]]
     """
-    found = _RUN_OR_LINE.findall(text)
-    m, q = len(found), len(words)
-    # one look-up per token: 0 a word, 1 a stop word, 2 a line break, 3 + k the k-th of words
-    kind = {"\n": 2, **dict.fromkeys(_STOP, 1), **{w: 3 + k for k, w in enumerate(words)}}
-    code = np.fromiter(map(kind.get, found, repeat(0)), np.int64, m)
-    line = np.cumsum(code == 2)
+    # word characters by a byte table, tokens by split (UTF-8 bytes); lines with other
+    # characters than ASCII by the regex
+    runs = list(
+        map(
+            bytes.split,
+            text.encode("utf-8", "surrogatepass").translate(_BYTE_SEPARATORS).split(b"\n"),
+        )
+    )
+    lines = text.split("\n")
+    for i in np.flatnonzero(~np.fromiter(map(str.isascii, lines), bool, n)).tolist():
+        runs[i] = [t.encode() for t in _RUN.findall(lines[i])]
+    q = len(words)
+    # one look-up per token: 0 a word, 1 a stop word or one character, 3 + k the k-th of words
+    kind = {**_SHORT, **_STOP_BYTES, **{w.encode(): 3 + k for k, w in enumerate(words)}}
+    found = list(chain.from_iterable(runs))
+    code = np.fromiter(map(kind.get, found, repeat(0)), np.int64, len(found))
+    line = np.repeat(np.arange(n), np.fromiter(map(len, runs), np.int64, n))
     lengths = np.bincount(line[(code == 0) | (code >= 3)], minlength=n)
     hit = code >= 3
     tf = np.bincount(line[hit] * q + code[hit] - 3, minlength=n * q).reshape(n, q)
@@ -179,10 +194,13 @@ def scores_from_counts(lengths: np.ndarray, tf: np.ndarray, order: Sequence[int]
     total = lengths.sum(axis=-1, keepdims=True)
     average = np.where(total > 0, total, n) / n  # no token at all: no score either way
     norm = K1 * ((1 - B) + B * lengths / average)
-    tf = tf.astype(float)
-    pair = (idf[..., None, :] * (tf / (norm[..., None] + tf))).astype(np.float32)
+    at = np.nonzero(tf)  # (corpus..., document, term) of the counts: a zero scores zero
+    docs, term = at[:-1], at[-1]
+    count = tf[at].astype(float)
+    pair = (idf[(*at[:-2], term)] * (count / (norm[docs] + count))).astype(np.float32)
     for k in order:
-        scores += pair[..., k]
+        hit = term == k  # each document once per term
+        scores[tuple(a[hit] for a in docs)] += pair[hit]
     return scores
 
 

@@ -36,7 +36,10 @@ _SUFFIX = re.compile(r"(?:ies|ings?|es|ed|s)$")
 # "double", “curly” or 'single' quotes (a single quote only between non-letters: not it's)
 _QUOTE = re.compile(r'"([^"]{1,80})"|“([^”]{1,80})”|(?<![A-Za-z])\'([^\']{1,80})\'(?![A-Za-z])')
 _NOT_NAME = re.compile(r"[^\w#@$%&+./:-]+")
-_NOT_NAME_LINE = re.compile(r"[^\w#@$%&+./:\n-]+")  # the same, within lines
+_NAME_BYTES = bytes(
+    c if c == 10 or c > 127 or re.fullmatch(r"[\w#@$%&+./:-]", chr(c)) else 32 for c in range(256)
+).translate(bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuvwxyz"))
+_SPACES = re.compile(rb"  +")
 # a name the goal wants off: {'Eclipse IDE': False}, "uncheck 'Eclipse IDE'"
 _OFF = re.compile(
     r"""(?:["'“]([^"'”]{1,80})["'”]\s*:\s*(?:false|no|off)\b)"""
@@ -129,8 +132,13 @@ def normalise_lines(texts: list[str]) -> list[str]:
     """
     if not texts:
         return []
-    # every run of separators (whitespace included) is one space: only the ends to strip
-    return list(map(str.strip, _NOT_NAME_LINE.sub(" ", "\n".join(texts).casefold()).split("\n")))
+    # ASCII: lower case and separators by a byte table, runs of spaces cut to one; lines
+    # with other characters than ASCII one by one
+    data = "\n".join(texts).encode("utf-8", "surrogatepass").translate(_NAME_BYTES)
+    out = list(map(str.strip, _SPACES.sub(b" ", data).decode("utf-8", "surrogatepass").split("\n")))
+    for i in (i for i, t in enumerate(texts) if not t.isascii()):
+        out[i] = normalise(texts[i])
+    return out
 
 
 def quoted_phrases(goal: str) -> set[str]:
