@@ -160,8 +160,10 @@ def whole_lines(step: Step) -> np.ndarray:
 
 
 def companion_lines(step: Step) -> list[list[int]]:
-    """0-based :func:`lrlib.data.evidence.context_lines` of ``step``: what a kept line brings
-    with it (its question, label or name text), for :func:`rank_lines`'s ``companions``.
+    """What a kept line of ``step`` brings with it, for :func:`rank_lines`'s ``companions``
+    (0-based): its question, label or name text (:func:`lrlib.data.evidence.context_lines`)
+    and, for a line showing an identifier the goal names, the rows that show it
+    (:func:`searched_rows`).
 
     >>> companion_lines(Step(goal="g", tree="[1] radiogroup 'Size'\\n\\t[2] radio 'S'"))
     [[], [0]]

@@ -163,8 +163,8 @@ class Learned(Reducer):
     the agent (:func:`lrlib.core.suspect.suspect_lines`: control markup, words addressed to
     an AI, a foreign web address); an ancestor among them shows as a ``[bid] role`` stub;
     ``context``: a kept line brings the lines that say what it is for, within the budget
-    (a choice's question, an unnamed field's label, an unnamed element's text:
-    :func:`~lrlib.reducers.budget.companion_lines`)."""
+    (a choice's question, an unnamed field's label, an unnamed element's text, the table
+    rows showing an identifier the goal names: :func:`~lrlib.reducers.budget.companion_lines`)."""
 
     name = "learned"
 
