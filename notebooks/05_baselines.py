@@ -288,7 +288,7 @@ pd.concat(all_sweeps, ignore_index=True).reindex(columns=curve_cols).round(3)
 #   reducer and the learned scorer were tuned by leave-one-family-out cross-validation on
 #   `train` *and* `validation`: their validation rows are fits, and **test** is their only
 #   held-out measurement. On test the learned scorer keeps the evidence on most steps and
-#   the target about as often as on validation while cutting about 72% of every page (its
+#   the target about as often as on validation while cutting about 76% of every page (its
 #   budget fixes the kept share, so its reduction intervals are narrow); the program
 #   reducer's test intervals reach far lower. The paired table says how far both stand
 #   above the similarity and truncation baselines on the same steps. The honest
