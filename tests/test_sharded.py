@@ -3,6 +3,7 @@ and written episode by episode, on one machine's cores or a Ray cluster."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -125,3 +126,20 @@ def test_ray_cluster_gives_the_serial_rows(steps: list, serial: pd.DataFrame) ->
         ray.shutdown()
     key = ["reducer", "step_id"]
     _same(serial.sort_values(key, kind="stable"), got.sort_values(key, kind="stable"))
+
+
+def test_workers_are_released_when_the_evaluation_ends(steps: list) -> None:
+    """Their memory is not held through the summary that follows."""
+    psutil = pytest.importorskip("psutil")
+    me = psutil.Process()
+
+    def workers() -> list:
+        return [p for p in me.children(recursive=True) if "LokyProcess" in " ".join(p.cmdline())]
+
+    frames = list(sharded.evaluate_shards(["full"], _episodes(steps)[:8], jobs=2, progress=False,
+                                          shard_steps=4))  # fmt: skip
+    assert frames
+    deadline = time.monotonic() + 10
+    while workers() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not workers()

@@ -182,7 +182,13 @@ def _parallel(
     with parallel_backend(backend, n_jobs=jobs):
         if backend != "ray":
             run = Parallel(return_as="generator", pre_dispatch="2*n_jobs", batch_size=1)
-            yield from run(delayed(_run_shard)(table, bases, p) for p in parts)
+            try:
+                yield from run(delayed(_run_shard)(table, bases, p) for p in parts)
+            finally:  # the workers (their reducers, ~400 MB each) are not kept for reuse
+                if backend == "loky":
+                    from joblib.externals.loky import get_reusable_executor
+
+                    get_reusable_executor().shutdown(wait=True)
             return
         # joblib's Ray backend returns whole lists only: a few shards per worker at a time
         run = Parallel(batch_size=1)

@@ -112,7 +112,9 @@ def plan(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Evaluate from the file, write every row, print the summary table with intervals."""
+    """Evaluate from the file, write every row, print the summary table with intervals
+    (from per-episode sums, :class:`lrlib.eval.episode_stats.EpisodeStats`: its memory does
+    not hold the rows)."""
     from lrlib import paths
     from lrlib.report.tables import interval_table
 
