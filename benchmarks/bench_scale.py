@@ -26,7 +26,8 @@ Stages (``--stages``, comma-separated; all by default), each in its own process:
   (:func:`lrlib.data.store.iter_episodes`): the memory of the streaming read.
 - ``evaluate``: ``lrlib evaluate --data <file> --split all --reducers 'program;learned;bm25'
   --out rows.parquet`` in this stage's process (the plan line, the sharded evaluation on
-  every core or ``--jobs``, the summary table with its intervals), on the first
+  every core or ``--jobs`` with its progress bar on stderr, the summary table with its
+  intervals), on the first
   ``--slice`` steps (``--slice 0``: all); the time for all ``--steps`` is extrapolated
   linearly from the slice when it is smaller (the steps are copies: each costs the same
   on average).
@@ -99,9 +100,10 @@ def stage_evaluate(args: argparse.Namespace) -> dict:
     n = args.slice or args.steps
     argv = ["evaluate", "--data", str(args.data), "--split", "all", "--reducers",
             ";".join(SPECS), "--out", str(Path(args.workdir) / "rows.parquet"),
-            "--limit", str(n), "--no-progress"]  # fmt: skip
+            "--limit", str(n)]  # fmt: skip
     if args.jobs:
         argv += ["--jobs", str(args.jobs)]
+    os.environ.setdefault("TQDM_MININTERVAL", "30")  # the bar on stderr, a line every 30 s
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         code = main(argv)
