@@ -2,13 +2,15 @@
 the learned, program and bm25 reducers keep the same lines as before it (issue 24).
 
 The reference is ``tests/legacy_features.py``: a frozen copy of the per-line implementation
-(lexicon, features, bm25 through the ``bm25s`` package, ``Learned.ranking``).
+(lexicon, features, bm25 through the ``bm25s`` package, ``Learned.ranking``), and
+``tests/legacy_budget.py``: frozen ``page_costs`` and ``rank_lines``.
 """
 
 from __future__ import annotations
 
 import re
 
+import legacy_budget
 import legacy_features as legacy
 import numpy as np
 import pytest
@@ -22,6 +24,7 @@ from lrlib.reducers import bm25 as bm25_module
 from lrlib.reducers import get_reducer
 from lrlib.reducers import program as program_module
 from lrlib.reducers.bm25 import STOPWORDS, bm25_scores
+from lrlib.reducers.budget import companion_lines, page_costs, rank_lines, whole_lines
 from lrlib.reducers.features import (
     FEATURES,
     GROUPS,
@@ -98,6 +101,49 @@ def test_kid_pairs_are_the_kids_text(all_steps):
         assert text == kids_text(t, names)
 
 
+def test_line_names_equal_the_per_line_definition(all_steps):
+    for s in all_steps:
+        assert line_names(s.axtree) == legacy.line_names(s.axtree), s.step_id
+
+
+def _same_ranking(new, old) -> bool:
+    return (
+        np.array_equal(new.order, old.order)
+        and np.array_equal(new.p, old.p)
+        and np.array_equal(new.cost, old.cost)
+        and new.total == old.total
+        and np.array_equal(new.kept_at, old.kept_at)
+        and new.kept_at.dtype == old.kept_at.dtype
+    )
+
+
+def _rank_inputs(learned, s: Step):
+    from lrlib.core.suspect import suspect_lines
+    from lrlib.reducers.features import carriers
+
+    X = line_features(s)
+    p = learned.model.predict(X)
+    banned = [n - 1 for n in suspect_lines(s)]
+    first = [i for i in carriers(X, p, learned.rescue) if i not in banned]
+    return p, s.axtree.parents, whole_lines(s), first, banned, companion_lines(s)
+
+
+def test_page_costs_and_rank_lines_equal_the_frozen_copies(all_steps):
+    learned = get_reducer("learned")
+    for s in all_steps:
+        tokens, stubs = page_costs(s, learned.encoding)
+        old_tokens, old_stubs = legacy_budget.page_costs(s, learned.encoding)
+        assert np.array_equal(tokens, old_tokens) and np.array_equal(stubs, old_stubs), s.step_id
+        p, parents, whole, first, banned, companions = _rank_inputs(learned, s)
+        for args in (
+            (p, tokens, stubs, parents, whole, first, banned, companions),
+            (p, tokens, stubs, parents, whole, first, banned, None),
+            (p, tokens, stubs, parents),
+        ):
+            new, old = rank_lines(*args), legacy_budget.rank_lines(*args)
+            assert _same_ranking(new, old), s.step_id
+
+
 # --- generated trees: odd roles, names, quotes, unicode, attributes, goals, histories ---
 
 _ROLES = sorted({r for roles in GROUPS.values() for r in roles}) + ["x-widget", "Foo"]
@@ -162,6 +208,42 @@ def test_features_equal_the_per_line_definitions_on_generated_trees(step):
     new, old = line_features(step), legacy.line_features(step)
     assert new.shape == old.shape
     assert np.array_equal(new, old), _differs(new, old)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_steps())
+def test_line_names_page_costs_and_ranking_on_generated_trees(step):
+    assert line_names(step.axtree) == legacy.line_names(step.axtree)
+    learned = get_reducer("learned")
+    tokens, stubs = page_costs(step, learned.encoding)
+    old_tokens, old_stubs = legacy_budget.page_costs(step, learned.encoding)
+    assert np.array_equal(tokens, old_tokens) and np.array_equal(stubs, old_stubs)
+    args = (tokens, stubs, *_rank_inputs(learned, step)[1:])
+    p = _rank_inputs(learned, step)[0]
+    assert _same_ranking(rank_lines(p, *args), legacy_budget.rank_lines(p, *args))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(0, 30).flatmap(
+        lambda n: st.tuples(
+            st.lists(st.floats(0, 1), min_size=n, max_size=n),
+            st.lists(st.integers(1, 40), min_size=n, max_size=n),
+            st.lists(st.integers(1, 9), min_size=n, max_size=n),
+            st.lists(st.integers(-1, 30), min_size=n, max_size=n),
+            st.lists(st.booleans(), min_size=n, max_size=n),
+            st.lists(st.integers(0, max(0, n - 1)), max_size=3 if n else 0),
+            st.lists(st.integers(0, max(0, n - 1)), max_size=3 if n else 0),
+            st.lists(st.lists(st.integers(0, max(0, n - 1)), max_size=2), min_size=n, max_size=n),
+        )
+    )
+)
+def test_rank_lines_equals_the_frozen_copy_on_generated_arrays(args):
+    p, tokens, stubs, parents, whole, first, banned, companions = args
+    parents = [q if q < i else -1 for i, q in enumerate(parents)]  # a parent comes first
+    a = (np.array(p, float), np.array(tokens, float), np.array(stubs, float), parents,
+         np.array(whole, bool), first, sorted(set(banned)), companions)  # fmt: skip
+    assert _same_ranking(rank_lines(*a), legacy_budget.rank_lines(*a))
 
 
 @settings(max_examples=300, deadline=None)

@@ -165,7 +165,9 @@ def line_token_counts(
     # keep their order and the first line stays first: a separable text of lines gives a
     # separable text of its missing lines
     missing = list(filterfalse(memo.__contains__, dict.fromkeys(lines)))
-    if not _separable and not _lines_are_separable(missing, encoding):
+    # with toktok each line is counted alone either way (no separability to check)
+    alone = _counter(encoding) is not None
+    if alone or (not _separable and not _lines_are_separable(missing, encoding)):
         counts = count_each([line + "\n" for line in missing], encoding)
     else:
         counts = _line_counts(missing, encoding, tail=True)

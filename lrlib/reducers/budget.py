@@ -79,35 +79,38 @@ def rank_lines(
         barred[list(banned)] = True
         rank[barred] = -1.0  # below any probability
     order = np.argsort(-rank, kind="stable")
-    shown = np.zeros(n, np.int8)  # 0 hidden, 1 stub, 2 verbatim
-    kept_at = np.full(n, n, int)
-    steps = np.zeros(n)
-    for k, a in enumerate(order):
-        if barred[a]:
+    # plain Python lists and floats in the loop (numpy scalars cost more to index; the same
+    # IEEE additions, so the same costs)
+    cost, stub = np.asarray(tokens, float).tolist(), np.asarray(stub_tokens, float).tolist()
+    up = np.asarray(parents, np.int64).reshape(n).tolist()
+    whole_ = np.asarray(whole, bool).tolist() if whole is not None else [False] * n
+    bar = barred.tolist()
+    shown = [0] * n  # 0 hidden, 1 stub, 2 verbatim
+    kept_at = [n] * n
+    steps = [0.0] * n
+    for k, a in enumerate(order.tolist()):
+        if bar[a]:
             continue  # costs nothing: never shown (the floor stops before it)
         add = 0.0
-        todo = [int(a)]
+        todo = [a]
         while todo:
             b = todo.pop()
-            if shown[b] == 2 or barred[b]:
+            if shown[b] == 2 or bar[b]:
                 continue
-            add += tokens[b] - (stub_tokens[b] if shown[b] else 0.0)
+            add += cost[b] - (stub[b] if shown[b] else 0.0)
             shown[b], kept_at[b] = 2, k
             if companions is not None:
                 todo += companions[b]
-            q = parents[b]
+            q = up[b]
             while q >= 0 and shown[q] == 0:
-                if whole is not None and whole[q] and not barred[q]:
-                    shown[q] = 1  # priced as a stub, then made verbatim below
-                    add += stub_tokens[q]
-                    todo.append(int(q))
-                else:
-                    shown[q] = 1
-                    add += stub_tokens[q]
-                q = parents[q]
+                shown[q] = 1  # a stub (a ``whole`` one made verbatim below)
+                add += stub[q]
+                if whole_[q] and not bar[q]:
+                    todo.append(q)
+                q = up[q]
         steps[k] = add
-    return Ranking(order, np.minimum(rank[order], 1.0), np.cumsum(steps), float(np.sum(tokens)),
-                   kept_at)  # fmt: skip
+    return Ranking(order, np.minimum(rank[order], 1.0), np.cumsum(np.array(steps, float)),
+                   float(np.sum(tokens)), np.array(kept_at, int))  # fmt: skip
 
 
 def n_kept(r: Ranking, budget: float, overhead: float = 0.0, floor: float = 0.0) -> int:
@@ -142,11 +145,11 @@ def page_costs(step: Step, encoding: str) -> tuple[np.ndarray, np.ndarray]:
     from lrlib.core.tokens import line_token_counts
 
     t = step.axtree
-    stubs = _stubs(t, list(range(len(t))))
-    return (
-        np.asarray(line_token_counts([unfocused(x) for x in t.texts], encoding), float),
-        np.asarray(line_token_counts(stubs, encoding), float),
-    )
+    n = len(t)
+    # one count for the lines and the stubs; only a line holding "focus" can hold the state
+    lines = [unfocused(x) if "focus" in x else x for x in t.texts]
+    counts = np.asarray(line_token_counts(lines + _stubs(t, list(range(n))), encoding), float)
+    return counts[:n], counts[n:]
 
 
 def whole_lines(step: Step) -> np.ndarray:

@@ -94,11 +94,17 @@ FEATURES: tuple[str, ...] = (
 # page or agent state: may only lower a score
 DEMOTE_ONLY = ("field_pending", "last_el", "filled", "done_choice")
 _NAME = re.compile(r"^(?:'((?:[^'\\]|\\.)*)')?")
-# _NAME on each line of the joined names (the rest of a line consumed: one match per line)
-_OWN_NAME = re.compile(r"^(?:'((?:[^'\\\n]++|\\.)*+)')?[^\n]*+", re.MULTILINE)
+# _NAME on each line of the joined names, each after its newline (the rest of a line
+# consumed: one match per line)
+_OWN_NAME = re.compile(r"\n(?:'((?:[^'\\\n]++|\\.)*+)')?[^\n]*+")
 _HEAD = re.compile(r"^(?:\[[^\]\s]*\] ?)?(?:[A-Za-z][\w-]*)?")
 _URL = re.compile(r"url='[^']*'")
 _PAGE_STATE = re.compile(r", (?:focused|autofocus)(?=,|$)")  # set by the page: never read
+# the same three on lines joined by newlines, each line's head after its newline (a literal
+# to scan for, where a multi-line "^" is tried at every character); each match in one line
+_HEAD_LINES = re.compile("\n" + _HEAD.pattern[1:])
+_URL_LINES = re.compile(r"url='[^'\n]*'")
+_STATE_LINES = re.compile(_PAGE_STATE.pattern, re.MULTILINE)
 KIDS = 4  # child lines (without a bid) whose text counts as the parent's
 NEAR = 10  # lines after the last acted element that count as "near_after"
 _CARRIES = ("container", "item", "other")  # groups an unnamed clickable shows up as
@@ -177,10 +183,18 @@ def line_names(tree: AxTree) -> list[str]:
     >>> line_names(parse("[3] link 'Home', url='https://x.example/', focused"))
     ["'Home',"]
     """
-    return [
-        unfocused(_URL.sub("", _HEAD.sub("", text[k:], count=1))).strip()
-        for text, k in zip(tree.texts, tree.indents, strict=True)
-    ]
+    texts = tree.texts
+    # the three substitutions on all lines joined (each pattern stays within a line: the
+    # same result as line by line); a line holding a newline of its own: line by line
+    body = "\n" + "\n".join(map(operator.getitem, texts, map(slice, tree.indents, repeat(None))))
+    body = _HEAD_LINES.sub("\n", body)[1:]
+    names = _STATE_LINES.sub("", _URL_LINES.sub("", body)).split("\n")
+    if len(names) != len(texts):
+        return [
+            unfocused(_URL.sub("", _HEAD.sub("", text[k:], count=1))).strip()
+            for text, k in zip(texts, tree.indents, strict=True)
+        ]
+    return list(map(str.strip, names))
 
 
 def kids_text(tree: AxTree, names: list[str]) -> list[str]:
@@ -356,7 +370,7 @@ def line_features(step: Step) -> np.ndarray:
     X[:, _C["interactive"]] = inter
     X[:, _C["no_role"]] = np.fromiter(map(operator.is_, tree.roles, repeat(None)), bool, n)
     X[:, _C["depth"]] = depth / max(1.0, depth.max())
-    own_names = _OWN_NAME.findall("\n".join(names))  # _NAME of each line, in one pass
+    own_names = _OWN_NAME.findall("\n" + "\n".join(names))  # _NAME of each line, in one pass
     name_len = np.fromiter(map(len, own_names), float, n)
     X[:, _C["log_len"]] = np.log1p(name_len)
     X[:, _C["empty_name"]] = name_len == 0
@@ -435,8 +449,9 @@ def line_features(step: Step) -> np.ndarray:
     for k in np.flatnonzero(form):
         X[k, _C["filled"]] = bool(_FILLED.search(tree.texts[k]))
     off = switched_off(step.goal)
-    for k in np.flatnonzero(named | (X[:, _C["hits"]] > 0)):
-        X[k, _C["done_choice"]] = bool(_CHECKED.search(tree.texts[k])) and own[k] not in off
+    for k in np.flatnonzero(named | (X[:, _C["hits"]] > 0)).tolist():
+        x = tree.texts[k]  # each _CHECKED state holds "rue"
+        X[k, _C["done_choice"]] = "rue" in x and bool(_CHECKED.search(x)) and own[k] not in off
     first = not step.history
     X[:, _C["first_step"]] = first
     X[:, _C["first_x_order"]] = first * X[:, _C["inter_order"]]
