@@ -450,12 +450,13 @@ def carriers(X: np.ndarray, p: np.ndarray, k: int) -> list[int]:
     return sorted(int(i) for i in idx[np.argsort(-p[idx], kind="stable")[:k]])
 
 
-def ranking(reducer, step: Step):
-    """``Learned.ranking`` of commit 200098a, on these features."""
+def ranking(reducer, step: Step, X: np.ndarray | None = None):
+    """``Learned.ranking`` of commit 200098a, on these features (``X``: this module's
+    :func:`line_features` of ``step``, when already computed)."""
     from lrlib.core.suspect import suspect_lines
     from lrlib.reducers.budget import companion_lines, page_costs, rank_lines, whole_lines
 
-    X = line_features(step)
+    X = line_features(step) if X is None else X
     p = reducer.model.predict(X)
     tokens, stubs = page_costs(step, reducer.encoding)
     banned = [n - 1 for n in suspect_lines(step)] if reducer.guard else []
@@ -465,10 +466,12 @@ def ranking(reducer, step: Step):
     return rank_lines(p, tokens, stubs, parents, whole_lines(step), first, banned, companions)
 
 
-def keep(reducer, step: Step, budget: float | None = None) -> list[int]:
-    """``Learned.keep`` of commit 200098a."""
+def keep(
+    reducer, step: Step, budget: float | None = None, X: np.ndarray | None = None
+) -> list[int]:
+    """``Learned.keep`` of commit 200098a (``X``: as for :func:`ranking`)."""
     from lrlib.reducers.budget import kept_lines, n_kept
 
-    r = ranking(reducer, step)
+    r = ranking(reducer, step, X)
     k = n_kept(r, reducer.budget if budget is None else budget, reducer.overhead, reducer.floor)
     return kept_lines(r, k)

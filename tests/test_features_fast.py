@@ -8,6 +8,7 @@ The reference is ``tests/legacy_features.py``: a frozen copy of the per-line imp
 
 from __future__ import annotations
 
+import functools
 import re
 
 import legacy_budget
@@ -44,27 +45,41 @@ def all_steps() -> list[Step]:
     return data.load_steps() + data.load_steps(path=OOD)
 
 
+@pytest.fixture(scope="module")
+def legacy_X(all_steps) -> list[np.ndarray]:
+    """The frozen per-line features of every step (in ``all_steps`` order), computed once
+    for the tests here."""
+    return [legacy.line_features(s) for s in all_steps]
+
+
+@functools.cache
+def _learned():
+    return get_reducer("learned")
+
+
 def _differs(a: np.ndarray, b: np.ndarray) -> list[str]:
     return sorted({FEATURES[j] for j in np.flatnonzero((a != b).any(axis=0))})
 
 
-def test_features_equal_the_per_line_definitions_on_every_real_step(all_steps):
+def test_features_equal_the_per_line_definitions_on_every_real_step(all_steps, legacy_X):
     assert len(all_steps) > 800
     wrong = {}
-    for s in all_steps:
-        new, old = line_features(s), legacy.line_features(s)
+    for s, old in zip(all_steps, legacy_X, strict=True):
+        new = line_features(s)
         if new.shape != old.shape or not np.array_equal(new, old):
             wrong[s.step_id] = _differs(new, old) if new.shape == old.shape else "shape"
     assert not wrong
 
 
-def test_learned_keeps_the_same_lines_on_every_real_step(all_steps):
+def test_learned_keeps_the_same_lines_on_every_real_step(all_steps, legacy_X):
     learned = get_reducer("learned")
-    changed = [s.step_id for s in all_steps if learned.keep(s) != legacy.keep(learned, s)]
+    pairs = list(zip(all_steps, legacy_X, strict=True))
+    changed = [s.step_id for s, X in pairs if learned.keep(s) != legacy.keep(learned, s, X=X)]
     assert not changed
     # and at another budget, where more lines are ranked in
-    some = all_steps[::7]
-    assert all(learned.keep(s, budget=0.6) == legacy.keep(learned, s, budget=0.6) for s in some)
+    assert all(
+        learned.keep(s, budget=0.6) == legacy.keep(learned, s, 0.6, X) for s, X in pairs[::7]
+    )
 
 
 def test_bm25_gives_bm25s_numbers_bit_for_bit(all_steps):
@@ -208,19 +223,16 @@ def test_features_equal_the_per_line_definitions_on_generated_trees(step):
     new, old = line_features(step), legacy.line_features(step)
     assert new.shape == old.shape
     assert np.array_equal(new, old), _differs(new, old)
-
-
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_steps())
-def test_line_names_page_costs_and_ranking_on_generated_trees(step):
+    # and line names, page costs and the ranking (one generated tree serves all: drawing
+    # one costs more than checking it)
     assert line_names(step.axtree) == legacy.line_names(step.axtree)
-    learned = get_reducer("learned")
+    learned = _learned()
     tokens, stubs = page_costs(step, learned.encoding)
     old_tokens, old_stubs = legacy_budget.page_costs(step, learned.encoding)
     assert np.array_equal(tokens, old_tokens) and np.array_equal(stubs, old_stubs)
-    args = (tokens, stubs, *_rank_inputs(learned, step)[1:])
-    p = _rank_inputs(learned, step)[0]
-    assert _same_ranking(rank_lines(p, *args), legacy_budget.rank_lines(p, *args))
+    p, *rest = _rank_inputs(learned, step)
+    args = (p, tokens, stubs, *rest)
+    assert _same_ranking(rank_lines(*args), legacy_budget.rank_lines(*args))
 
 
 @settings(max_examples=300, deadline=None)
