@@ -141,14 +141,19 @@ def page_costs(step: Step, encoding: str) -> tuple[np.ndarray, np.ndarray]:
     >>> cost("[1] button 'Go', focused") == cost("[1] button 'Go'")
     True
     """
-    from lrlib.core.pruning import _stubs
     from lrlib.core.tokens import line_token_counts
 
     t = step.axtree
     n = len(t)
     # one count for the lines and the stubs; only a line holding "focus" can hold the state
     lines = [unfocused(x) if "focus" in x else x for x in t.texts]
-    counts = np.asarray(line_token_counts(lines + _stubs(t, list(range(n))), encoding), float)
+    stubs = [  # AxTree.stub of every line, in one loop
+        (f"{x[:k]}[{b}] {r}" if r else f"{x[:k]}[{b}]")
+        if b is not None
+        else x[:k] + (r if r is not None else x[k : k + 40])
+        for x, k, b, r in zip(t.texts, t.indents, t.bids, t.roles, strict=True)
+    ]
+    counts = np.asarray(line_token_counts(lines + stubs, encoding), float)
     return counts[:n], counts[n:]
 
 
