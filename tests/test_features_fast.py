@@ -19,7 +19,9 @@ from conftest import REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lrlib.core import tokens
 from lrlib.core.step import Step
+from lrlib.core.tokens import count_lines, count_tokens
 from lrlib.data import dataset as data
 from lrlib.reducers import bm25 as bm25_module
 from lrlib.reducers import get_reducer
@@ -159,6 +161,22 @@ def test_page_costs_and_rank_lines_equal_the_frozen_copies(all_steps):
             assert _same_ranking(new, old), s.step_id
 
 
+def _page_count_from_the_memo(step: Step) -> None:
+    """The page's count from the line counts :func:`page_costs` leaves in the memo equals
+    its count with no memo (toktok or tiktoken on the whole text)."""
+    texts = step.axtree.texts
+    tokens.clear_line_memo()
+    whole = count_lines(texts)
+    page_costs(step, "o200k_base")
+    assert set(texts[:-1]) <= tokens._line_memo["o200k_base"].keys()  # the memo path
+    assert count_lines(texts) == whole == count_tokens("\n".join(texts))
+
+
+def test_page_count_from_the_line_counts_page_costs_leaves(all_steps):
+    for s in all_steps:
+        _page_count_from_the_memo(s)
+
+
 # --- generated trees: odd roles, names, quotes, unicode, attributes, goals, histories ---
 
 _ROLES = sorted({r for roles in GROUPS.values() for r in roles}) + ["x-widget", "Foo"]
@@ -233,6 +251,7 @@ def test_features_equal_the_per_line_definitions_on_generated_trees(step):
     p, *rest = _rank_inputs(learned, step)
     args = (p, tokens, stubs, *rest)
     assert _same_ranking(rank_lines(*args), legacy_budget.rank_lines(*args))
+    _page_count_from_the_memo(step)
 
 
 @settings(max_examples=300, deadline=None)

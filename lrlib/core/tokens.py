@@ -195,6 +195,17 @@ def count_lines(lines: Sequence[str], encoding: str = DEFAULT_ENCODING) -> int:
     if not lines:
         return 0
     text = "\n".join(lines)
+    memo = _line_memo.get(encoding)
+    # the lines but the last counted before (a reducer priced them: probed by the first and
+    # the one before the last): the sum of their counts, when the text is separable
+    if memo and lines[0] in memo and lines[max(0, len(lines) - 2)] in memo:
+        if not _text_is_separable(text, encoding):
+            return _count(text, encoding)
+        try:
+            head = islice(lines, len(lines) - 1)
+            return sum(map(memo.__getitem__, head)) + _count(lines[-1], encoding)
+        except KeyError:
+            pass
     if _whole(text, encoding):
         return _count(text, encoding)
     return _count_separable(lines, len(text), encoding)

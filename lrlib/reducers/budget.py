@@ -146,6 +146,8 @@ def page_costs(step: Step, encoding: str) -> tuple[np.ndarray, np.ndarray]:
     t = step.axtree
     n = len(t)
     # one count for the lines and the stubs; only a line holding "focus" can hold the state
+    # (such a line is counted as it is too, after the rest: the memo of line counts then
+    # holds every line of the page, for the page's count, lrlib.core.tokens.count_lines)
     lines = [unfocused(x) if "focus" in x else x for x in t.texts]
     stubs = [  # AxTree.stub of every line, in one loop
         (f"{x[:k]}[{b}] {r}" if r else f"{x[:k]}[{b}]")
@@ -153,8 +155,9 @@ def page_costs(step: Step, encoding: str) -> tuple[np.ndarray, np.ndarray]:
         else x[:k] + (r if r is not None else x[k : k + 40])
         for x, k, b, r in zip(t.texts, t.indents, t.bids, t.roles, strict=True)
     ]
-    counts = np.asarray(line_token_counts(lines + stubs, encoding), float)
-    return counts[:n], counts[n:]
+    focused = [x for x in t.texts if "focus" in x]
+    counts = np.asarray(line_token_counts(lines + stubs + focused, encoding), float)
+    return counts[:n], counts[n : 2 * n]
 
 
 def whole_lines(step: Step) -> np.ndarray:
