@@ -36,7 +36,7 @@ from lrlib.reducers.features import (
     line_features,
     line_names,
 )
-from lrlib.reducers.lexicon import normalise, normalise_lines, term_matcher
+from lrlib.reducers.lexicon import normalise, normalise_lines, term_finds, term_matcher
 
 OOD = REPO / "data" / "miniwob_ood.jsonl.gz"
 
@@ -302,6 +302,21 @@ def test_term_matcher_finds_what_it_found(terms, text):
         assert re.compile(new.pattern) is not None
 
 
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(["best", "pro", "3", "12", "1", "add", "aa", "aaaa", "x1", "be"]),
+             max_size=5, unique=True),
+    st.text(alphabet="abestpro1230x _-\néKİ", max_size=40),
+)  # fmt: skip
+def test_term_finds_are_the_matches_of_the_frozen_matcher(terms, text):
+    """Overlapping occurrences, a term inside another, digits next to digits, a short term
+    after an underscore or a letter other than ASCII: what ``finditer`` finds."""
+    low = text.lower()
+    old = legacy.term_matcher(terms)
+    expected = [(m.start(), m[0]) for m in old.finditer(low)] if old is not None else []
+    assert term_finds(terms, low) == expected
+
+
 def test_odd_characters_take_the_slow_path_alike():
     """Lines with characters other than ASCII (a lone surrogate, a capital dotted I, a
     Kelvin sign that lower-cases to ASCII) count as the per-line definitions count them."""
@@ -312,3 +327,9 @@ def test_odd_characters_take_the_slow_path_alike():
     tree = "\n".join(f"[{k}] button '{d}'" for k, d in enumerate(docs))
     step = Step(goal="Click the İstanbul cart", tree=tree)
     assert np.array_equal(line_features(step), legacy.line_features(step))
+    # goal terms next to letters other than ASCII, an underscore, a Kelvin sign
+    tree = "\n".join(f"[{k}] link '{d}'" for k, d in enumerate(
+        ["éstanbul_cart cartés", "Kelvin kelvins 2_cart", "l'ordre ordering 10x 10", ""]))  # fmt: skip
+    for goal in ("Order 10 kelvins of cart", "", "the it 10"):
+        step = Step(goal=goal, tree=tree, history=("click('1')",))
+        assert np.array_equal(line_features(step), legacy.line_features(step))

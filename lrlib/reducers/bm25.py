@@ -185,9 +185,8 @@ def scores_from_counts(lengths: np.ndarray, tf: np.ndarray, order: Sequence[int]
     """
     lengths = np.asarray(lengths)
     n = lengths.shape[-1]
-    scores = np.zeros(lengths.shape, dtype=np.float32)
     if not n or not tf.size:
-        return scores
+        return np.zeros(lengths.shape, dtype=np.float32)
     df = np.count_nonzero(tf, axis=-2)
     idf = [math.log(1 + (n - f + 0.5) / (f + 0.5)) for f in df.ravel().tolist()]
     idf = np.array(idf, np.float32).reshape(df.shape).astype(float)
@@ -198,10 +197,11 @@ def scores_from_counts(lengths: np.ndarray, tf: np.ndarray, order: Sequence[int]
     docs, term = at[:-1], at[-1]
     count = tf[at].astype(float)
     pair = (idf[(*at[:-2], term)] * (count / (norm[docs] + count))).astype(np.float32)
-    for k in order:
-        hit = term == k  # each document once per term
-        scores[tuple(a[hit] for a in docs)] += pair[hit]
-    return scores
+    # each document's pairs added in query order, one term (a row, zero where absent:
+    # adding zero changes no float32) after another
+    dense = np.zeros((tf.shape[-1], *lengths.shape), np.float32)
+    dense[(term, *docs)] = pair
+    return np.add.accumulate(dense[list(order)], axis=0)[-1]
 
 
 def bm25_scores(documents: Sequence[str], query: str) -> np.ndarray:

@@ -31,7 +31,7 @@ import functools
 import math
 import operator
 import re
-from itertools import repeat
+from itertools import chain, repeat
 
 import numpy as np
 
@@ -48,7 +48,7 @@ from lrlib.reducers.lexicon import (
     normalise_lines,
     quoted_phrases,
     switched_off,
-    term_matcher,
+    term_finds,
     terms,
 )
 
@@ -282,31 +282,34 @@ def _rel(scores: np.ndarray) -> np.ndarray:
     return scores / top if top > 0 else np.zeros_like(scores)
 
 
-@functools.lru_cache(maxsize=1024)
-def _goal_term_pattern(goal: frozenset[str]) -> re.Pattern[str]:
-    """Finds, in lower-cased text, the words whose :func:`.lexicon.terms` entry is in
-    ``goal`` (a word of four characters or fewer whole, a longer one by its first five):
-    group ``t`` is that entry, the match the whole word (compiled once per goal)."""
-    # each branch starts with its literal (a fast scan), then looks back: (?<![a-z0-9])t
-    branches = [
-        rf"{re.escape(t)}(?<![a-z0-9]{re.escape(t)})" + ("" if len(t) == 5 else "(?![a-z0-9])")
-        for t in sorted(goal)
-    ]
-    return re.compile(rf"(?P<t>{'|'.join(branches)})[a-z0-9]*")
+_ALNUM_BYTES = bytes(
+    c if c == 10 or chr(c) in "abcdefghijklmnopqrstuvwxyz0123456789" else 32 for c in range(256)
+)  # fmt: skip  (UTF-8: other characters to spaces)
 
 
-def _found(
-    pattern: re.Pattern[str] | None, text: str, starts: np.ndarray, n: int, words: bool = False
-) -> np.ndarray:
-    """Which lines (``starts``: offsets of each line in ``text``) hold which matches of
-    ``pattern`` (``words``: its group ``t``, where the whole match is a content word): a
-    (lines x distinct matches) boolean matrix."""
-    if pattern is None:
-        return np.zeros((n, 0), bool)
-    if words:
-        hits = [(m.start(), m["t"]) for m in pattern.finditer(text) if content(m[0])]
-    else:
-        hits = [(m.start(), m[0]) for m in pattern.finditer(text)]
+def _goal_hits(text: str, n: int, goal: set[str]) -> np.ndarray:
+    """Which of ``n`` lines (``text``: their lower-cased text joined by newlines) hold which
+    of ``goal`` (:func:`.lexicon.terms`), as a (lines x terms) boolean matrix: a run of
+    ``[a-z0-9]`` whose first five characters are a term, if the run is a content word."""
+    lines = list(
+        map(bytes.split, text.encode("utf-8", "surrogatepass").translate(_ALNUM_BYTES).split(b"\n"))
+    )
+    words = list(chain.from_iterable(lines))
+    column = {t.encode(): k for k, t in enumerate(goal)}
+    ids = np.fromiter(map(column.get, map(operator.getitem, words, repeat(slice(5))), repeat(-1)),
+                      np.int64, len(words))  # fmt: skip
+    out = np.zeros((n, len(column)), bool)
+    at = np.flatnonzero(ids >= 0)
+    if len(at):
+        line = np.repeat(np.arange(n), np.fromiter(map(len, lines), np.int64, n))[at]
+        keep = [content(words[k].decode()) for k in at.tolist()]
+        out[line[keep], ids[at][keep]] = True
+    return out
+
+
+def _found(hits: list[tuple[int, str]], starts: np.ndarray, n: int) -> np.ndarray:
+    """Which lines (``starts``: offsets of each line in the text) hold which of ``hits``
+    (start, match): a (lines x distinct matches) boolean matrix."""
     seen = {w: k for k, w in enumerate(dict.fromkeys(w for _, w in hits))}
     out = np.zeros((n, len(seen)), bool)
     if hits:
@@ -380,11 +383,10 @@ def line_features(step: Step) -> np.ndarray:
     lens = np.fromiter(map(len, text.split("\n")), np.int64, n)
     starts = np.r_[0, np.cumsum(lens[:-1] + 1)]  # offset of each line in text
     if goal:
-        found = _found(_goal_term_pattern(frozenset(goal)), text, starts, n, words=True)
+        found = _goal_hits(text, n, goal)
         X[:, _C["hits"]] = _capped(found)
         X[:, _C["kids_hits"]] = _capped(kids.sum(found))
-    match = term_matcher(goal_terms(step.goal))
-    sub = _found(match, text, starts, n)
+    sub = _found(term_finds(goal_terms(step.goal), text), starts, n)
     X[:, _C["sub_hits"]] = _capped(sub)
     X[:, _C["kids_sub_hits"]] = _capped(kids.sum(sub))
     chars = np.fromiter(map(len, tree.texts), float, n)
