@@ -31,7 +31,7 @@ import functools
 import math
 import operator
 import re
-from itertools import chain, repeat
+from itertools import accumulate, chain, compress, repeat
 
 import numpy as np
 
@@ -380,8 +380,8 @@ def line_features(step: Step) -> np.ndarray:
     X[:, _C["has_url"]] = np.fromiter(map(operator.contains, tree.texts, repeat("url='")), bool, n)
     X[:, _C["log_children"]] = np.log1p(n_children)
     X[:, _C["leaf"]] = n_children == 0
-    lens = np.fromiter(map(len, text.split("\n")), np.int64, n)
-    starts = np.r_[0, np.cumsum(lens[:-1] + 1)]  # offset of each line in text
+    ends = accumulate(map(len, text.split("\n")), initial=0)  # of each line, without newlines
+    starts = np.fromiter(ends, np.int64, n + 1)[:-1] + np.arange(n)  # offset of each line
     if goal:
         found = _goal_hits(text, n, goal)
         X[:, _C["hits"]] = _capped(found)
@@ -422,8 +422,9 @@ def line_features(step: Step) -> np.ndarray:
     own = normalise_lines(own_names)
     quoted = np.fromiter((bool(o) and o in quotes for o in own), bool, n)
     named = np.zeros(n, bool)
-    for k in (k for k, o in enumerate(own) if o and f" {o} " in padded):
-        named[k] = in_goal(own[k], goal_n)
+    for k in compress(range(n), map(goal_n.__contains__, own)):  # first a plain substring
+        o = own[k]
+        named[k] = bool(o) and f" {o} " in padded and in_goal(o, goal_n)
     X[:, _C["quoted"]] = quoted
     X[:, _C["name_in_goal"]] = named
     # an unnamed element whose kids' text is a name the goal mentions
