@@ -26,9 +26,10 @@ window lying inside the previous one; lrlib does neither.
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections.abc import Sequence
-from itertools import chain, repeat
+from itertools import chain, compress, repeat
 
 import numpy as np
 
@@ -145,9 +146,10 @@ def joined_term_counts(text: str, n: int, words: Sequence[str]) -> tuple[np.ndar
             text.encode("utf-8", "surrogatepass").translate(_BYTE_SEPARATORS).split(b"\n"),
         )
     )
-    lines = text.split("\n")
-    for i in np.flatnonzero(~np.fromiter(map(str.isascii, lines), bool, n)).tolist():
-        runs[i] = [t.encode() for t in _RUN.findall(lines[i])]
+    if not text.isascii():
+        lines = text.split("\n")
+        for i in compress(range(n), map(operator.not_, map(str.isascii, lines))):
+            runs[i] = [t.encode() for t in _RUN.findall(lines[i])]
     q = len(words)
     # one look-up per token: 0 a word, 1 a stop word or one character, 3 + k the k-th of words
     kind = {**_SHORT, **_STOP_BYTES, **{w.encode(): 3 + k for k, w in enumerate(words)}}

@@ -390,7 +390,7 @@ def line_features(step: Step) -> np.ndarray:
     X[:, _C["sub_hits"]] = _capped(sub)
     X[:, _C["kids_sub_hits"]] = _capped(kids.sum(sub))
     chars = np.fromiter(map(len, tree.texts), float, n)
-    for i in (i for i, t in enumerate(tree.texts) if "focus" in t):
+    for i in compress(range(n), map(operator.contains, tree.texts, repeat("focus"))):
         chars[i] = len(unfocused(tree.texts[i]))
     X[:, _C["log_cost"]] = np.fromiter(map(math.log1p, (chars / 4).tolist()), float, n)
     bid_acted = np.fromiter(map(acted.__contains__, tree.bids), bool, n)

@@ -173,8 +173,9 @@ def normalise_lines(texts: list[str]) -> list[str]:
     # with other characters than ASCII one by one
     data = "\n".join(texts).encode("utf-8", "surrogatepass").translate(_NAME_BYTES)
     out = list(map(str.strip, _SPACES.sub(b" ", data).decode("utf-8", "surrogatepass").split("\n")))
-    for i in (i for i, t in enumerate(texts) if not t.isascii()):
-        out[i] = normalise(texts[i])
+    if not data.isascii():
+        for i in (i for i, t in enumerate(texts) if not t.isascii()):
+            out[i] = normalise(texts[i])
     return out
 
 
