@@ -220,6 +220,11 @@ def kids_text(tree: AxTree, names: list[str]) -> list[str]:
     return out
 
 
+def _firsts(line: np.ndarray) -> np.ndarray:
+    """Where each run of equal values in ``line`` starts."""
+    return np.flatnonzero(np.concatenate(([True], line[1:] != line[:-1]))) if len(line) else line
+
+
 def kid_pairs(tree: AxTree) -> tuple[np.ndarray, np.ndarray]:
     """The (line, child line) pairs of :func:`kids_text`, 0-based, each line's children in
     page order: the first :data:`KIDS` bid-less children, and grandchildren under a
@@ -239,8 +244,8 @@ def kid_pairs(tree: AxTree) -> tuple[np.ndarray, np.ndarray]:
     kid = np.concatenate([child, child[far]])
     order = np.argsort(line * n + kid, kind="stable")
     line, kid = line[order], kid[order]
-    start = np.flatnonzero(np.r_[True, line[1:] != line[:-1]]) if len(line) else line
-    rank = np.arange(len(line)) - np.repeat(start, np.diff(np.r_[start, len(line)]))
+    start = _firsts(line)
+    rank = np.arange(len(line)) - np.repeat(start, np.diff(start, append=len(line)))
     keep = rank < KIDS
     return line[keep], kid[keep]
 
@@ -325,7 +330,7 @@ class _Kids:
     def __init__(self, tree: AxTree) -> None:
         self.line, self.kid = kid_pairs(tree)
         line = self.line
-        self.first = np.flatnonzero(np.r_[True, line[1:] != line[:-1]]) if len(line) else line
+        self.first = _firsts(line)
 
     def sum(self, own: np.ndarray) -> np.ndarray:
         out = np.zeros_like(own)
@@ -349,7 +354,8 @@ def line_features(step: Step) -> np.ndarray:
     if n == 0:
         return X
     names = line_names(tree)
-    text = "\n".join(names).lower()  # a tree's lines hold no newline
+    joined = "\n" + "\n".join(names)  # a tree's lines hold no newline
+    text = joined[1:].lower()
     kids = _Kids(tree)
     gid = np.fromiter(map(_GROUP_ID.get, tree.roles, repeat(_OTHER)), np.int64, n)
     parents = np.asarray(tree.parents, np.int64)
@@ -373,7 +379,7 @@ def line_features(step: Step) -> np.ndarray:
     X[:, _C["interactive"]] = inter
     X[:, _C["no_role"]] = np.fromiter(map(operator.is_, tree.roles, repeat(None)), bool, n)
     X[:, _C["depth"]] = depth / max(1.0, depth.max())
-    own_names = _OWN_NAME.findall("\n" + "\n".join(names))  # _NAME of each line, in one pass
+    own_names = _OWN_NAME.findall(joined)  # _NAME of each line, in one pass
     name_len = np.fromiter(map(len, own_names), float, n)
     X[:, _C["log_len"]] = np.log1p(name_len)
     X[:, _C["empty_name"]] = name_len == 0
