@@ -189,21 +189,23 @@ def scores_from_counts(lengths: np.ndarray, tf: np.ndarray, order: Sequence[int]
     n = lengths.shape[-1]
     if not n or not tf.size:
         return np.zeros(lengths.shape, dtype=np.float32)
-    df = np.count_nonzero(tf, axis=-2)
-    idf = [math.log(1 + (n - f + 0.5) / (f + 0.5)) for f in df.ravel().tolist()]
-    idf = np.array(idf, np.float32).reshape(df.shape).astype(float)
+    q = tf.shape[-1]
+    flat = np.flatnonzero(tf)  # the counts: a zero scores zero
+    doc, term = np.divmod(flat, q)  # doc: the corpora's documents one after another
+    key = doc // n * q + term  # (corpus, term)
+    df = np.bincount(key, minlength=lengths.size // n * q)
+    idf = [math.log(1 + (n - f + 0.5) / (f + 0.5)) for f in df.tolist()]
+    idf = np.array(idf, np.float32).astype(float)
     total = lengths.sum(axis=-1, keepdims=True)
     average = np.where(total > 0, total, n) / n  # no token at all: no score either way
     norm = K1 * ((1 - B) + B * lengths / average)
-    at = np.nonzero(tf)  # (corpus..., document, term) of the counts: a zero scores zero
-    docs, term = at[:-1], at[-1]
-    count = tf[at].astype(float)
-    pair = (idf[(*at[:-2], term)] * (count / (norm[docs] + count))).astype(np.float32)
+    count = tf.ravel()[flat].astype(float)
+    pair = (idf[key] * (count / (norm.ravel()[doc] + count))).astype(np.float32)
     # each document's pairs added in query order, one term (a row, zero where absent:
     # adding zero changes no float32) after another
-    dense = np.zeros((tf.shape[-1], *lengths.shape), np.float32)
-    dense[(term, *docs)] = pair
-    return np.add.accumulate(dense[list(order)], axis=0)[-1]
+    dense = np.zeros((q, lengths.size), np.float32)
+    dense[term, doc] = pair
+    return np.add.accumulate(dense[list(order)], axis=0)[-1].reshape(lengths.shape)
 
 
 def bm25_scores(documents: Sequence[str], query: str) -> np.ndarray:
