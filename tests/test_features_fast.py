@@ -26,7 +26,7 @@ from lrlib.data import dataset as data
 from lrlib.reducers import bm25 as bm25_module
 from lrlib.reducers import get_reducer
 from lrlib.reducers import program as program_module
-from lrlib.reducers.bm25 import STOPWORDS, bm25_scores
+from lrlib.reducers.bm25 import STOPWORDS, bm25_scores, token_lines
 from lrlib.reducers.budget import companion_lines, page_costs, rank_lines, whole_lines
 from lrlib.reducers.features import (
     FEATURES,
@@ -315,6 +315,14 @@ def test_term_finds_are_the_matches_of_the_frozen_matcher(terms, text):
     old = legacy.term_matcher(terms)
     expected = [(m.start(), m[0]) for m in old.finditer(low)] if old is not None else []
     assert term_finds(terms, low) == expected
+
+
+@given(st.binary(max_size=60).map(lambda b: bytes(c if c > 32 or c == 10 else 32 for c in b)))
+def test_token_lines_are_the_lines_of_split_tokens(data):
+    """Bytes above 127 (UTF-8 of other characters), runs of spaces and newlines, leading
+    and trailing ones."""
+    lines = [i for i, line in enumerate(data.split(b"\n")) for _ in line.split()]
+    assert token_lines(data).tolist() == lines
 
 
 def test_odd_characters_take_the_slow_path_alike():

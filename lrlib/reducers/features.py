@@ -31,14 +31,14 @@ import functools
 import math
 import operator
 import re
-from itertools import accumulate, chain, compress, repeat
+from itertools import accumulate, compress, repeat
 
 import numpy as np
 
 from lrlib.core.axtree import AxTree
 from lrlib.core.step import Step
 from lrlib.data.actions import parse_code
-from lrlib.reducers.bm25 import joined_term_counts, query_terms, scores_from_counts
+from lrlib.reducers.bm25 import joined_term_counts, query_terms, scores_from_counts, token_lines
 from lrlib.reducers.chunking import query_of
 from lrlib.reducers.lexicon import (
     content,
@@ -296,17 +296,15 @@ def _goal_hits(text: str, n: int, goal: set[str]) -> np.ndarray:
     """Which of ``n`` lines (``text``: their lower-cased text joined by newlines) hold which
     of ``goal`` (:func:`.lexicon.terms`), as a (lines x terms) boolean matrix: a run of
     ``[a-z0-9]`` whose first five characters are a term, if the run is a content word."""
-    lines = list(
-        map(bytes.split, text.encode("utf-8", "surrogatepass").translate(_ALNUM_BYTES).split(b"\n"))
-    )
-    words = list(chain.from_iterable(lines))
+    data = text.encode("utf-8", "surrogatepass").translate(_ALNUM_BYTES)
+    words = data.split()
     column = {t.encode(): k for k, t in enumerate(goal)}
     ids = np.fromiter(map(column.get, map(operator.getitem, words, repeat(slice(5))), repeat(-1)),
                       np.int64, len(words))  # fmt: skip
     out = np.zeros((n, len(column)), bool)
     at = np.flatnonzero(ids >= 0)
     if len(at):
-        line = np.repeat(np.arange(n), np.fromiter(map(len, lines), np.int64, n))[at]
+        line = token_lines(data)[at]
         keep = [content(words[k].decode()) for k in at.tolist()]
         out[line[keep], ids[at][keep]] = True
     return out
