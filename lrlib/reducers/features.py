@@ -299,14 +299,13 @@ def _goal_hits(text: str, n: int, goal: set[str]) -> np.ndarray:
     data = text.encode("utf-8", "surrogatepass").translate(_ALNUM_BYTES)
     words = data.split()
     column = {t.encode(): k for k, t in enumerate(goal)}
-    ids = np.fromiter(map(column.get, map(operator.getitem, words, repeat(slice(5))), repeat(-1)),
-                      np.int64, len(words))  # fmt: skip
+    get = column.get  # each distinct word looked up once
+    term = {w: k for w in set(words) if (k := get(w[:5])) is not None and content(w.decode())}
     out = np.zeros((n, len(column)), bool)
-    at = np.flatnonzero(ids >= 0)
-    if len(at):
-        line = token_lines(data)[at]
-        keep = [content(words[k].decode()) for k in at.tolist()]
-        out[line[keep], ids[at][keep]] = True
+    if term:
+        ids = np.fromiter(map(term.get, words, repeat(-1)), np.int64, len(words))
+        at = np.flatnonzero(ids >= 0)
+        out[token_lines(data)[at], ids[at]] = True
     return out
 
 
