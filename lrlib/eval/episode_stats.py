@@ -75,7 +75,13 @@ class _Reducer:
 
 class EpisodeStats:
     """Summary statistics of evaluation frames, added shard by shard (whole episodes or not:
-    an episode's sums add up wherever its rows come). See the module docstring."""
+    an episode's sums add up wherever its rows come). See the module docstring.
+
+    :func:`lrlib.eval.intervals.summary` and :func:`lrlib.eval.metrics.summarize` hand an
+    object with ``folded_by_episode`` set to its own :meth:`summary` and :meth:`summarize`
+    (they sit below this module and do not import it)."""
+
+    folded_by_episode = True
 
     def __init__(self) -> None:
         self.episodes: dict[str, int] = {}  # name -> code, in order of first appearance

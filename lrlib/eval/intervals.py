@@ -388,9 +388,7 @@ def summary(
     """
     import pandas as pd
 
-    from lrlib.eval.episode_stats import EpisodeStats
-
-    if isinstance(frame, EpisodeStats):  # a large evaluation folded by episode
+    if getattr(frame, "folded_by_episode", False):  # a large evaluation (EpisodeStats)
         return frame.summary(by, measures, n_boot, seed)
     by = [by] if isinstance(by, str) else list(by)
     out: pd.DataFrame | None = None

@@ -282,9 +282,7 @@ def summarize(frame, by: str | list[str] = "reducer"):
     """
     import pandas as pd
 
-    from lrlib.eval.episode_stats import EpisodeStats
-
-    if isinstance(frame, EpisodeStats):  # a large evaluation folded by episode
+    if getattr(frame, "folded_by_episode", False):  # a large evaluation (EpisodeStats)
         return frame.summarize(by)
     rows = []
     for key, group in frame.groupby(by, sort=False):
