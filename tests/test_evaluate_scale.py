@@ -53,6 +53,16 @@ def test_small_selection_runs_in_process_and_bad_backend_is_one_line(
     assert "invalid choice: 'dask'" in capsys.readouterr().err
 
 
+def test_in_memory_path_writes_parquet_when_asked(tmp_path: Path) -> None:
+    """--out x.parquet is Parquet on both paths (the in-memory one wrote CSV into it)."""
+    out = tmp_path / "rows.parquet"
+    argv = ["evaluate", "--reducers", "full;bm25", "--limit", "20", "--out", str(out),
+            "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    rows = pd.read_parquet(out)
+    assert len(rows) == 40 and set(rows["reducer"]) == {"full", "bm25"}
+
+
 def test_lineretriever_keeps_the_replay_path(capsys: pytest.CaptureFixture[str]) -> None:
     import argparse
 

@@ -50,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out",
         default=None,
-        help="where to write the per-step frame (.csv/.csv.gz; default: "
+        help="where to write the per-step frame (.csv/.csv.gz/.parquet; default: "
         ".lrlib/results/evaluation[-<split>].csv.gz, see lrlib.paths.results_dir)",
     )
     parser.add_argument(
@@ -192,7 +192,10 @@ def run(args: argparse.Namespace) -> int:
     suffix = f"-{args.split}" if args.split else ""
     out = Path(args.out) if args.out else paths.results_dir() / f"evaluation{suffix}.csv.gz"
     out.parent.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(out, index=False)
+    if out.suffix == ".parquet":
+        frame.to_parquet(out, index=False)
+    else:
+        frame.to_csv(out, index=False)
     print(markdown_table(interval_table(frame)))
     print(f"\n{len(steps)} steps; per-step rows written to {out}")
     for note in notes:
