@@ -215,12 +215,8 @@ class EpisodeStats:
         n = int(c.sum())
         if not n:
             return {"estimate": float("nan"), "n": 0, "k": 0}
-
-        def mean(w: np.ndarray, s: np.ndarray = s, c: np.ndarray = c) -> np.ndarray:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                return (w @ s) / (w @ c)
-
-        return {"estimate": float(s.sum()) / n, "n": n, "k": int(s.size), "statistic": mean}
+        return {"estimate": float(s.sum()) / n, "n": n, "k": int(s.size),
+                "statistic": intervals.mean_statistic(s, c)}  # fmt: skip
 
     def summarize(self, by: str | Sequence[str] = "reducer") -> pd.DataFrame:
         """What :func:`lrlib.eval.metrics.summarize` gives on the rows that were added."""

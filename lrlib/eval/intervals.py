@@ -64,9 +64,7 @@ def _replicates(values: np.ndarray, clusters: np.ndarray, stat: str, w: np.ndarr
         k = w.shape[1]
         sums = np.bincount(clusters, weights=values, minlength=k)
         counts = np.bincount(clusters, minlength=k).astype(float)
-        den = w @ counts
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return (w @ sums) / den
+        return mean_statistic(sums, counts)(w)
     order = np.argsort(values, kind="stable")
     return _sorted_medians(values[order], clusters[order], w)
 
@@ -107,6 +105,24 @@ def shared_replicates(
         for got, statistic in zip(out, statistics, strict=True):
             got.append(statistic(w))
     return [np.concatenate(got) for got in out]
+
+
+def mean_statistic(sums: np.ndarray, counts: np.ndarray) -> Any:
+    """For :func:`shared_replicates`: the mean of the values under cluster weights, from
+    each cluster's sum and count of values (all a mean needs).
+
+    >>> import numpy as np
+    >>> f = mean_statistic(np.array([2.0, 1.0]), np.array([2.0, 2.0]))
+    >>> f(np.array([[1, 1], [2, 0]])).tolist()
+    [0.75, 1.0]
+    """
+    import numpy as np
+
+    def statistic(w: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return (w @ sums) / (w @ counts)
+
+    return statistic
 
 
 def median_statistic(values: np.ndarray, clusters: np.ndarray) -> Any:
@@ -186,12 +202,7 @@ def interval_from_sums(
     if not k:
         return {"estimate": float("nan"), "lo": float("nan"), "hi": float("nan"),
                 "n_steps": 0, "n_episodes": 0}  # fmt: skip
-
-    def mean(w: np.ndarray) -> np.ndarray:  # as _replicates' mean, from the same sums
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return (w @ s) / (w @ c)
-
-    reps = shared_replicates(k, [mean], n_boot, seed)[0] if k >= 2 else np.zeros(0)
+    reps = shared_replicates(k, [mean_statistic(s, c)], n_boot, seed)[0] if k >= 2 else np.zeros(0)
     return finish(float(s.sum()) / n, reps, n, k, level)
 
 
