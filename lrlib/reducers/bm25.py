@@ -204,22 +204,32 @@ def scores_from_counts(lengths: np.ndarray, tf: np.ndarray, order: Sequence[int]
     if not n or not tf.size:
         return np.zeros(lengths.shape, dtype=np.float32)
     q = tf.shape[-1]
-    flat = np.flatnonzero(tf)  # the counts: a zero scores zero
+    flat = np.flatnonzero(tf != 0)  # the counts: a zero scores zero
     doc, term = np.divmod(flat, q)  # doc: the corpora's documents one after another
     key = doc // n * q + term  # (corpus, term)
     df = np.bincount(key, minlength=lengths.size // n * q)
-    idf = [math.log(1 + (n - f + 0.5) / (f + 0.5)) for f in df.tolist()]
-    idf = np.array(idf, np.float32).astype(float)
+    idf = np.zeros(len(df))
+    some = np.flatnonzero(df)  # the other terms have no pair to score
+    logs = [math.log(1 + (n - f + 0.5) / (f + 0.5)) for f in df[some].tolist()]
+    idf[some] = np.array(logs, np.float32)
     total = lengths.sum(axis=-1, keepdims=True)
     average = np.where(total > 0, total, n) / n  # no token at all: no score either way
     norm = K1 * ((1 - B) + B * lengths / average)
     count = tf.ravel()[flat].astype(float)
     pair = (idf[key] * (count / (norm.ravel()[doc] + count))).astype(np.float32)
-    # each document's pairs added in query order, one term (a row, zero where absent:
-    # adding zero changes no float32) after another
+    # each document's pairs added in query order, one term (a row, zero where absent)
+    # after another; a term without a pair is a row of zeros, which changes no float32 sum
     dense = np.zeros((q, lengths.size), np.float32)
     dense[term, doc] = pair
-    return np.add.accumulate(dense[list(order)], axis=0)[-1].reshape(lengths.shape)
+    scored = np.zeros(q, bool)
+    scored[term] = True
+    rows = list(compress(order, scored[list(order)].tolist()))
+    if not rows:
+        return np.zeros(lengths.shape, dtype=np.float32)
+    out = dense[rows[0]].copy()
+    for k in rows[1:]:
+        out += dense[k]
+    return out.reshape(lengths.shape)
 
 
 def bm25_scores(documents: Sequence[str], query: str) -> np.ndarray:

@@ -15,13 +15,15 @@ probability ``floor``" with two binary searches, so a knob grid costs microsecon
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import product
 
 import numpy as np
 
 from lrlib.core.step import Step
-from lrlib.reducers.features import role_group, unfocused
+from lrlib.reducers.features import ROLE_OF, role_group, unfocused
 
 
 @dataclass(frozen=True)
@@ -89,8 +91,8 @@ def rank_lines(
     kept_at = [n] * n
     steps = [0.0] * n
     for k, a in enumerate(order.tolist()):
-        if bar[a]:
-            continue  # costs nothing: never shown (the floor stops before it)
+        if bar[a] or shown[a] == 2:
+            continue  # costs nothing: never shown (the floor stops before it), or shown
         add = 0.0
         todo = [a]
         while todo:
@@ -135,7 +137,9 @@ def kept_lines(r: Ranking, k: int) -> list[int]:
 def page_costs(step: Step, encoding: str) -> tuple[np.ndarray, np.ndarray]:
     """Tokens of every line of ``step``'s tree and of its ``[bid] role`` stub. A line is
     priced without the ``focused`` state the page sets (two tokens), so that focus cannot
-    change what fits.
+    change what fits. A stub is counted by its shape: a bid of lower-case letters then
+    digits (``12``, ``a51``) with each digit a zero, which has its tokens
+    (:func:`digit_pieces`), so that a page's stubs are a few dozen strings to count.
 
     >>> cost = lambda tree: page_costs(Step(goal="g", tree=tree), "o200k_base")[0].tolist()
     >>> cost("[1] button 'Go', focused") == cost("[1] button 'Go'")
@@ -149,8 +153,12 @@ def page_costs(step: Step, encoding: str) -> tuple[np.ndarray, np.ndarray]:
     # (such a line is counted as it is too, after the rest: the memo of line counts then
     # holds every line of the page, for the page's count, lrlib.core.tokens.count_lines)
     lines = [unfocused(x) if "focus" in x else x for x in t.texts]
-    stubs = [  # AxTree.stub of every line, in one loop
-        (f"{x[:k]}[{b}] {r}" if r else f"{x[:k]}[{b}]")
+    zeros = _ZEROS if digit_pieces(encoding) else _SAME
+    stubs = [  # AxTree.stub of every line (its shape), in one loop
+        (
+            f"{x[:k]}[{b.translate(zeros) if b.isascii() and b.lstrip(_LOWER).isdigit() else b}]"
+            + (f" {r}" if r else "")
+        )
         if b is not None
         else x[:k] + (r if r is not None else x[k : k + 40])
         for x, k, b, r in zip(t.texts, t.indents, t.bids, t.roles, strict=True)
@@ -160,6 +168,33 @@ def page_costs(step: Step, encoding: str) -> tuple[np.ndarray, np.ndarray]:
     return counts[:n], counts[n : 2 * n]
 
 
+_LOWER = "abcdefghijklmnopqrstuvwxyz"
+_ZEROS = str.maketrans("123456789", "000000000")
+_SAME: dict[int, int] = {}
+# encodings whose pre-tokenizer cuts a run of digits into pieces of one to three digits, each
+# a pre-token of its own whatever surrounds it: before it "[" (a piece of punctuation, with
+# the indentation's last space if a space) or "[" and the bid's letters ("[a": a piece of
+# letters), after it "]" (punctuation); so a stub's digits cost one token per three
+_DIGIT_PIECES = ("o200k_base", "cl100k_base")
+
+
+@functools.lru_cache(maxsize=8)
+def digit_pieces(encoding: str) -> bool:
+    """True when the encoding is one of :data:`_DIGIT_PIECES` and every string of one to
+    three digits is one token (checked here on all 1,110): a stub's bid digits then cost
+    one token per three, whatever digits they are.
+
+    >>> digit_pieces("o200k_base")
+    True
+    """
+    from lrlib.core.tokens import count_each
+
+    if encoding not in _DIGIT_PIECES:
+        return False
+    digits = ["".join(d) for k in (1, 2, 3) for d in product("0123456789", repeat=k)]
+    return set(count_each(digits, encoding)) == {1}
+
+
 def whole_lines(step: Step) -> np.ndarray:
     """True for the lines kept verbatim when a descendant is kept: form controls (a
     ``combobox`` or ``listbox`` holding options, a text field holding its value).
@@ -167,7 +202,11 @@ def whole_lines(step: Step) -> np.ndarray:
     >>> whole_lines(Step(goal="g", tree="[1] combobox 'Size'\\n\\t[2] option 'S'")).tolist()
     [True, False]
     """
-    return np.array([role_group(r) == "form" for r in step.axtree.roles], bool)
+    roles = step.axtree.roles
+    return np.fromiter(map(_FORM_ROLES.__contains__, roles), bool, len(roles))
+
+
+_FORM_ROLES = frozenset(r for r in ROLE_OF if role_group(r) == "form")
 
 
 def companion_lines(step: Step) -> list[list[int]]:
@@ -218,12 +257,15 @@ def searched_rows(step: Step) -> dict[int, list[int]]:
     t = step.axtree
     texts = [x.casefold() for x in t.texts]
     rows: dict[str, list[list[int]]] = {}
+    levels: list[int] = []  # ancestors of each line (its parent's plus one)
+    for p in t.parents:
+        levels.append(levels[p] + 1 if p >= 0 else 0)
     for r, role in enumerate(t.roles):
         if role != "row":
             continue
-        cells, depth = [], len(t.ancestors(r + 1))
+        cells, depth = [], levels[r]
         for j in range(r + 1, len(t)):
-            if len(t.ancestors(j + 1)) <= depth:
+            if levels[j] <= depth:
                 break
             if t.roles[j] in ("cell", "gridcell", "rowheader"):
                 name = line_name(t.texts[j])

@@ -31,7 +31,7 @@ import functools
 import math
 import operator
 import re
-from itertools import accumulate, compress, repeat
+from itertools import compress, repeat
 
 import numpy as np
 
@@ -236,7 +236,12 @@ def kid_pairs(tree: AxTree) -> tuple[np.ndarray, np.ndarray]:
     """
     n = len(tree)
     parents = np.asarray(tree.parents, np.int64).reshape(n)
-    bidless = np.fromiter(map(operator.is_, tree.bids, repeat(None)), bool, n)
+    return _pairs(parents, np.fromiter(map(operator.is_, tree.bids, repeat(None)), bool, n))
+
+
+def _pairs(parents: np.ndarray, bidless: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`kid_pairs` from the tree's parents and which lines have no bid, as arrays."""
+    n = len(parents)
     child = np.flatnonzero(bidless & (parents >= 0))
     up = parents[child]
     far = bidless[up] & (parents[up] >= 0)
@@ -244,9 +249,7 @@ def kid_pairs(tree: AxTree) -> tuple[np.ndarray, np.ndarray]:
     kid = np.concatenate([child, child[far]])
     order = np.argsort(line * n + kid, kind="stable")
     line, kid = line[order], kid[order]
-    start = _firsts(line)
-    rank = np.arange(len(line)) - np.repeat(start, np.diff(start, append=len(line)))
-    keep = rank < KIDS
+    keep = np.arange(len(line)) - np.searchsorted(line, line) < KIDS  # rank among the kids
     return line[keep], kid[keep]
 
 
@@ -321,24 +324,38 @@ def _found(hits: list[tuple[int, str]], starts: np.ndarray, n: int) -> np.ndarra
 
 
 class _Kids:
-    """:func:`kid_pairs` grouped by line, to add up a column (or a row block) over each
-    line's kids: a sum for counts, an any for booleans."""
+    """:func:`kid_pairs` grouped by line, to add up the columns of a matrix over each line's
+    kids (``parents``, ``bidless``: the tree's columns as arrays)."""
 
-    def __init__(self, tree: AxTree) -> None:
-        self.line, self.kid = kid_pairs(tree)
-        line = self.line
-        self.first = _firsts(line)
+    def __init__(self, parents: np.ndarray, bidless: np.ndarray) -> None:
+        self.line, self.kid = _pairs(parents, bidless)
+        self.first = _firsts(self.line)
+        self.at = self.line[self.first]
 
     def sum(self, own: np.ndarray) -> np.ndarray:
         out = np.zeros_like(own)
         if len(self.first):
-            out[self.line[self.first]] = np.add.reduceat(own[self.kid], self.first, axis=0)
+            out[self.at] = np.add.reduceat(own[self.kid], self.first, axis=0)
         return out
 
 
-def _capped(matrix: np.ndarray) -> np.ndarray:
-    """Distinct columns present per row, at most two, halved."""
-    return np.minimum(2, np.count_nonzero(matrix, axis=1)) / 2
+_LOG_TABLE = 4096  # math.log1p (numpy's differs in the last bit) of small numbers, tabled
+_LOG_QUARTERS = np.array([math.log1p(k / 4) for k in range(_LOG_TABLE)])
+_LOG_WHOLE = np.array([math.log1p(k) for k in range(_LOG_TABLE)])
+
+
+def _log1p_of(k: np.ndarray, table: np.ndarray, scale: float) -> np.ndarray:
+    """``math.log1p(k / scale)`` for each of the integers ``k``: from ``table`` (which holds
+    it for ``k`` below its length), the others one by one."""
+    if not len(k) or k.max() < len(table):
+        return table[k]
+    return np.fromiter(map(math.log1p, (k / scale).tolist()), float, len(k))
+
+
+def _line_starts(text: str, n: int) -> np.ndarray:
+    """The offset in ``text`` (``n`` lines joined by newlines) of each line."""
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
+    return np.concatenate(([0], np.flatnonzero(codes == 10) + 1))[:n]
 
 
 def line_features(step: Step) -> np.ndarray:
@@ -350,22 +367,37 @@ def line_features(step: Step) -> np.ndarray:
     X = np.zeros((n, len(FEATURES)))
     if n == 0:
         return X
+    texts, bids, roles = tree.texts, tree.bids, tree.roles
     names = line_names(tree)
     joined = "\n" + "\n".join(names)  # a tree's lines hold no newline
     text = joined[1:].lower()
-    kids = _Kids(tree)
-    gid = np.fromiter(map(_GROUP_ID.get, tree.roles, repeat(_OTHER)), np.int64, n)
+    gid = np.fromiter(map(_GROUP_ID.get, roles, repeat(_OTHER)), np.int64, n)
     parents = np.asarray(tree.parents, np.int64)
-    has_bid = np.fromiter(map(operator.is_not, tree.bids, repeat(None)), bool, n)
-    # BM25 of the names, and of each name with its kids' text (counted from the names)
+    has_bid = np.fromiter(map(operator.is_not, bids, repeat(None)), bool, n)
+    kids = _Kids(parents, ~has_bid)
+    # per line: BM25 counts of the names, goal-term hits, goal-term finds; and the same
+    # added over each line's kids (one pass for all the columns)
     words, order = query_terms(query_of(step))
     lengths, tf = joined_term_counts(text, n, words)
-    both = scores_from_counts(
-        np.stack([lengths, lengths + kids.sum(lengths)]), np.stack([tf, tf + kids.sum(tf)]), order
-    )
-    X[:, _C["bm25_rel"]] = _rel(both[0])
-    X[:, _C["kids_bm25_rel"]] = _rel(both[1])
     goal = terms(step.goal)
+    found = _goal_hits(text, n, goal) if goal else np.zeros((n, 0), bool)
+    sub = _found(term_finds(goal_terms(step.goal), text), _line_starts(text, n), n)
+    q, g = tf.shape[1], found.shape[1]
+    kid = kids.sum(np.concatenate((lengths[:, None], tf, found, sub), axis=1, dtype=np.int64))
+    scores = scores_from_counts(  # of each line, and of each line with its kids
+        np.stack([lengths, lengths + kid[:, 0]]), np.stack([tf, tf + kid[:, 1 : 1 + q]]), order
+    )
+    X[:, _C["bm25_rel"]] = bm25 = _rel(scores[0])
+    X[:, _C["kids_bm25_rel"]] = kids_bm25 = _rel(scores[1])
+    # hits, kids_hits, sub_hits, kids_sub_hits (side by side): distinct terms a line (its
+    # kids) holds, at most two, halved; each block of columns closed by a column of zeros
+    pad = np.zeros((n, 1), bool)
+    kids_found, kids_sub = kid[:, 1 + q : 1 + q + g] > 0, kid[:, 1 + q + g :] > 0
+    present = np.concatenate((found, pad, kids_found, pad, sub, pad, kids_sub, pad), axis=1)
+    edges = [0, g + 1, 2 * g + 2, 2 * g + sub.shape[1] + 3]
+    distinct = np.add.reduceat(present, edges, axis=1, dtype=np.int64)
+    X[:, _C["hits"] : _C["hits"] + 4] = np.minimum(2, distinct) / 2
+    hits = X[:, _C["hits"]]
     acted, last = history_bids(step.history)
     last_line = tree.line_of(last) if last else None
     n_children = np.bincount(parents[parents >= 0], minlength=n)
@@ -374,48 +406,37 @@ def line_features(step: Step) -> np.ndarray:
     X[:, _C["has_bid"]] = has_bid
     inter = _INTERACTIVE[gid]
     X[:, _C["interactive"]] = inter
-    X[:, _C["no_role"]] = np.fromiter(map(operator.is_, tree.roles, repeat(None)), bool, n)
+    X[:, _C["no_role"]] = np.fromiter(map(operator.is_, roles, repeat(None)), bool, n)
     X[:, _C["depth"]] = depth / max(1.0, depth.max())
     own_names = _OWN_NAME.findall(joined)  # _NAME of each line, in one pass
-    name_len = np.fromiter(map(len, own_names), float, n)
-    X[:, _C["log_len"]] = np.log1p(name_len)
-    X[:, _C["empty_name"]] = name_len == 0
-    X[:, _C["has_url"]] = np.fromiter(map(operator.contains, tree.texts, repeat("url='")), bool, n)
+    name_len = np.fromiter(map(len, own_names), np.int64, n)
+    X[:, _C["log_len"]] = np.log1p(name_len.astype(float))
+    X[:, _C["empty_name"]] = empty = name_len == 0
+    X[:, _C["has_url"]] = np.fromiter(map(operator.contains, texts, repeat("url='")), bool, n)
     X[:, _C["log_children"]] = np.log1p(n_children)
     X[:, _C["leaf"]] = n_children == 0
-    ends = accumulate(map(len, text.split("\n")), initial=0)  # of each line, without newlines
-    starts = np.fromiter(ends, np.int64, n + 1)[:-1] + np.arange(n)  # offset of each line
-    if goal:
-        found = _goal_hits(text, n, goal)
-        X[:, _C["hits"]] = _capped(found)
-        X[:, _C["kids_hits"]] = _capped(kids.sum(found))
-    sub = _found(term_finds(goal_terms(step.goal), text), starts, n)
-    X[:, _C["sub_hits"]] = _capped(sub)
-    X[:, _C["kids_sub_hits"]] = _capped(kids.sum(sub))
-    chars = np.fromiter(map(len, tree.texts), float, n)
-    for i in compress(range(n), map(operator.contains, tree.texts, repeat("focus"))):
-        chars[i] = len(unfocused(tree.texts[i]))
-    X[:, _C["log_cost"]] = np.fromiter(map(math.log1p, (chars / 4).tolist()), float, n)
-    bid_acted = np.fromiter(map(acted.__contains__, tree.bids), bool, n)
+    chars = np.fromiter(map(len, texts), np.int64, n)
+    for i in compress(range(n), map(operator.contains, texts, repeat("focus"))):
+        chars[i] = len(unfocused(texts[i]))
+    X[:, _C["log_cost"]] = _log1p_of(chars, _LOG_QUARTERS, 4)
+    bid_acted = np.fromiter(map(acted.__contains__, bids), bool, n)
     X[:, _C["acted"]] = bid_acted
     i = last_line - 1 if last_line is not None else None
     chrome, hops = _ancestry(tree.parents, (gid == _CHROME).tolist(), i)
+    near_after = same_parent = None
     if i is not None:
         dist = np.arange(n) - i
         X[:, _C["has_last"]] = 1.0
-        X[:, _C["near_after"]] = (dist > 0) & (dist <= NEAR)
+        X[:, _C["near_after"]] = near_after = (dist > 0) & (dist <= NEAR)
         X[:, _C["log_hops"]] = np.log1p(hops)
-        X[:, _C["same_parent"]] = parents == parents[i]
+        X[:, _C["same_parent"]] = same_parent = parents == parents[i]
     else:
         X[:, _C["log_hops"]] = math.log1p(depth.max() * 2)
-    X[:, _C["in_chrome"]] = chrome
-    X[:, _C["interactive_x_bm25"]] = inter * X[:, _C["bm25_rel"]]
-    X[:, _C["interactive_x_kids"]] = inter * X[:, _C["kids_bm25_rel"]]
-    X[:, _C["unnamed_x_near"]] = (
-        X[:, _C["empty_name"]]
-        * X[:, _C["has_bid"]]
-        * (X[:, _C["same_parent"]] + X[:, _C["near_after"]] > 0)
-    )
+    X[:, _C["in_chrome"]] = np.fromiter(chrome, bool, n)
+    X[:, _C["interactive_x_bm25"]] = inter * bm25
+    X[:, _C["interactive_x_kids"]] = inter * kids_bm25
+    if i is not None:
+        X[:, _C["unnamed_x_near"]] = empty & has_bid & (same_parent | near_after)
     clickable = has_bid & inter
     form = gid == _FORM
     # whole names against the goal
@@ -423,16 +444,22 @@ def line_features(step: Step) -> np.ndarray:
     padded = f" {goal_n} "
     quotes = quoted_phrases(step.goal)
     own = normalise_lines(own_names)
-    quoted = np.fromiter((bool(o) and o in quotes for o in own), bool, n)
     named = np.zeros(n, bool)
-    for k in compress(range(n), map(goal_n.__contains__, own)):  # first a plain substring
-        o = own[k]
-        named[k] = bool(o) and f" {o} " in padded and in_goal(o, goal_n)
-    X[:, _C["quoted"]] = quoted
+    # a plain substring first (a name, not empty: "" is in every text), then whole words
+    substring = map(operator.and_, map(bool, own), map(goal_n.__contains__, own))
+    maybe = list(compress(range(n), substring))
+    words_of = map(padded.__contains__, map(" {} ".format, map(own.__getitem__, maybe)))
+    for k in compress(maybe, words_of):
+        named[k] = in_goal(own[k], goal_n)
+    if quotes:
+        quoted = np.fromiter(map(quotes.__contains__, own), bool, n)  # never "": not quoted
+        X[:, _C["quoted"]] = quoted
+    else:
+        quoted = np.zeros(n, bool)
     X[:, _C["name_in_goal"]] = named
     # an unnamed element whose kids' text is a name the goal mentions
     carries = has_bid & _CARRIER[gid] & np.fromiter(map(operator.not_, own), bool, n)
-    carries &= np.fromiter(map(operator.ne, tree.roles, repeat("LabelText")), bool, n)
+    carries &= np.fromiter(map(operator.ne, roles, repeat("LabelText")), bool, n)
     carries &= kids.sum(quoted | named)
     X[:, _C["carrier"]] = carries
     kinds = [any(f" {w} " in padded for w in ROLE_WORDS.get(g, ())) for g in _GROUP_NAMES]
@@ -445,22 +472,21 @@ def line_features(step: Step) -> np.ndarray:
     near = clickable & (gap <= HIT_WINDOW) & (gap > 0)
     X[near, _C["hit_before"]] = 1.0 / gap[near]
     seen = np.cumsum(clickable) - clickable
-    X[:, _C["inter_order"]] = np.fromiter(map(math.log1p, seen.tolist()), float, n)
+    X[:, _C["inter_order"]] = order_x = _log1p_of(seen, _LOG_WHOLE, 1)
     # state
     untouched = form & has_bid & ~bid_acted
     X[:, _C["field_pending"]] = clickable & ~form & ((np.cumsum(untouched) - untouched) > 0)
-    X[:, _C["last_el"]] = np.fromiter(map(operator.eq, tree.bids, repeat(last)), bool, n) & (
-        last is not None
-    )
-    for k in np.flatnonzero(form):
-        X[k, _C["filled"]] = bool(_FILLED.search(tree.texts[k]))
+    if last is not None:
+        X[:, _C["last_el"]] = np.fromiter(map(operator.eq, bids, repeat(last)), bool, n)
+    for k in np.flatnonzero(form).tolist():
+        X[k, _C["filled"]] = bool(_FILLED.search(texts[k]))
     off = switched_off(step.goal)
-    for k in np.flatnonzero(named | (X[:, _C["hits"]] > 0)).tolist():
-        x = tree.texts[k]  # each _CHECKED state holds "rue"
+    for k in np.flatnonzero(named | (hits > 0)).tolist():
+        x = texts[k]  # each _CHECKED state holds "rue"
         X[k, _C["done_choice"]] = "rue" in x and bool(_CHECKED.search(x)) and own[k] not in off
-    first = not step.history
-    X[:, _C["first_step"]] = first
-    X[:, _C["first_x_order"]] = first * X[:, _C["inter_order"]]
+    if not step.history:
+        X[:, _C["first_step"]] = True
+        X[:, _C["first_x_order"]] = order_x
     return X
 
 
