@@ -61,3 +61,15 @@ def test_bm25_over_the_scored_terms_only_is_bit_for_bit(docs, query):
     """Repeated query words, words absent from every document, empty documents."""
     new, old = bm25_scores(docs, query), legacy.bm25_scores(docs, query)
     assert new.dtype == old.dtype and np.array_equal(new, old)
+
+
+def test_goal_terms_inside_one_token_are_each_found():
+    """A BM25 token holding runs of several goal terms (cut at ``_`` or at a character
+    other than ASCII), of one term twice, or of a term and a stop word."""
+    from lrlib.reducers.features import line_features
+
+    names = ["cart_order", "cartéorder x", "order_order", "the_cart", "ordering_1_cart", ""]
+    tree = "\n".join(f"[{k}] link '{name}'" for k, name in enumerate(names))
+    for goal in ("Order 1 cart", "the cart", "", "ordering carts"):
+        step = Step(goal=goal, tree=tree, history=("click('2')",))
+        assert np.array_equal(line_features(step), legacy.line_features(step))

@@ -152,25 +152,63 @@ def joined_term_counts(text: str, n: int, words: Sequence[str]) -> tuple[np.ndar
     >>> [a.tolist() for a in joined_term_counts("add to cart\\n\\ncart", 3, ["cart"])]
     [[2, 0, 1], [[1], [0], [1]]]
     """
-    # word characters by a byte table, tokens by split (UTF-8 bytes); lines with other
-    # characters than ASCII by the regex
-    runs = list(
-        map(
-            bytes.split,
-            text.encode("utf-8", "surrogatepass").translate(_BYTE_SEPARATORS).split(b"\n"),
-        )
-    )
+    found, line = word_tokens(text)
+    kind = token_kinds(words)
+    code = np.fromiter(map(kind.get, found, repeat(0)), np.int64, len(found))
+    return counts_from_kinds(code, line, text, n, words)
+
+
+def word_tokens(text: str) -> tuple[list[bytes], np.ndarray]:
+    """The runs of word characters of ``text`` (lower-cased lines joined by ``\\n``) as UTF-8
+    bytes, a byte of a character other than ASCII counting as one (so they are
+    :func:`tokens` on ASCII lines only: :func:`counts_from_kinds`), and the line of each.
+
+    >>> found, line = word_tokens("add to\\n\\ncart_2, é")
+    >>> found, line.tolist()
+    ([b'add', b'to', b'cart_2', b'\\xc3\\xa9'], [0, 0, 2, 2])
+    """
+    data = text.encode("utf-8", "surrogatepass").translate(_BYTE_SEPARATORS)
+    return data.split(), token_lines(data)
+
+
+def token_kinds(words: Sequence[str]) -> dict[bytes, int]:
+    """The kind of a token (UTF-8 bytes): 1 a stop word or one character, ``3 + k`` the
+    ``k``-th of ``words``; a token not here (0) is another word.
+
+    >>> kind = token_kinds(["cart"])
+    >>> kind[b"the"], kind[b"x"], kind[b"cart"], kind.get(b"home", 0)
+    (1, 1, 3, 0)
+    """
+    return {**_SHORT, **_STOP_BYTES, **{w.encode(): 3 + k for k, w in enumerate(words)}}
+
+
+def counts_from_kinds(
+    code: np.ndarray, line: np.ndarray, text: str, n: int, words: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`joined_term_counts` from the kind (:func:`token_kinds`) and line of each of
+    :func:`word_tokens`; the lines with characters other than ASCII are tokenised again,
+    by the regex of :func:`tokens`.
+
+    >>> text = "add to cart\\n\\ncart"
+    >>> found, line = word_tokens(text)
+    >>> code = np.array([token_kinds(["cart"]).get(t, 0) for t in found])
+    >>> [a.tolist() for a in counts_from_kinds(code, line, text, 3, ["cart"])]
+    [[2, 0, 1], [[1], [0], [1]]]
+    """
     if not text.isascii():
         lines = text.split("\n")
-        for i in compress(range(n), map(operator.not_, map(str.isascii, lines))):
-            runs[i] = [t.encode() for t in _RUN.findall(lines[i])]
+        odd = list(compress(range(n), map(operator.not_, map(str.isascii, lines))))
+        other = np.zeros(n, bool)
+        other[odd] = True
+        mine = ~other[line]
+        runs = [[t.encode() for t in _RUN.findall(lines[i])] for i in odd]
+        more = list(chain.from_iterable(runs))
+        kind = token_kinds(words)
+        more_code = np.fromiter(map(kind.get, more, repeat(0)), np.int64, len(more))
+        code = np.concatenate((code[mine], more_code))
+        line = np.concatenate((line[mine], np.repeat(odd, list(map(len, runs)))))
     q = len(words)
-    # one look-up per token: 0 a word, 1 a stop word or one character, 3 + k the k-th of words
-    kind = {**_SHORT, **_STOP_BYTES, **{w.encode(): 3 + k for k, w in enumerate(words)}}
-    found = list(chain.from_iterable(runs))
-    code = np.fromiter(map(kind.get, found, repeat(0)), np.int64, len(found))
-    line = np.repeat(np.arange(n), np.fromiter(map(len, runs), np.int64, n))
-    lengths = np.bincount(line[(code == 0) | (code >= 3)], minlength=n)
+    lengths = np.bincount(line[code != 1], minlength=n)  # kinds 0 and 3 + k: not 1 (nor 2)
     hit = code >= 3
     tf = np.bincount(line[hit] * q + code[hit] - 3, minlength=n * q).reshape(n, q)
     return lengths, tf

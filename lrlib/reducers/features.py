@@ -38,7 +38,13 @@ import numpy as np
 from lrlib.core.axtree import AxTree
 from lrlib.core.step import Step
 from lrlib.data.actions import parse_code
-from lrlib.reducers.bm25 import joined_term_counts, query_terms, scores_from_counts, token_lines
+from lrlib.reducers.bm25 import (
+    counts_from_kinds,
+    query_terms,
+    scores_from_counts,
+    token_kinds,
+    word_tokens,
+)
 from lrlib.reducers.chunking import query_of
 from lrlib.reducers.lexicon import (
     content,
@@ -126,6 +132,14 @@ _GROUP_ID = {role: _GROUP_NAMES.index(g) for role, g in ROLE_OF.items()}
 _OTHER, _CHROME, _FORM = (_GROUP_NAMES.index(g) for g in ("other", "chrome", "form"))
 _INTERACTIVE = np.array([g in INTERACTIVE for g in _GROUP_NAMES])
 _CARRIER = np.array([g in _CARRIES for g in _GROUP_NAMES])
+# a code for each known role (0: none; an unknown role: the last), to read a line's group,
+# and whether it has no role or is a LabelText, from one look-up
+_ROLES = (None, *ROLE_OF)
+_ROLE_CODE = {role: k for k, role in enumerate(_ROLES)}
+_CODE_GROUP = np.array([_GROUP_ID.get(role or "", _OTHER) for role in _ROLES] + [_OTHER])
+_LABEL_TEXT = _ROLE_CODE["LabelText"]
+# the words of ROLE_WORDS of each group, padded as whole words
+_ROLE_PADS = [tuple(f" {w} " for w in ROLE_WORDS.get(g, ())) for g in _GROUP_NAMES]
 
 
 def role_group(role: str | None) -> str:
@@ -295,21 +309,41 @@ _ALNUM_BYTES = bytes(
 )  # fmt: skip  (UTF-8: other characters to spaces)
 
 
-def _goal_hits(text: str, n: int, goal: set[str]) -> np.ndarray:
-    """Which of ``n`` lines (``text``: their lower-cased text joined by newlines) hold which
-    of ``goal`` (:func:`.lexicon.terms`), as a (lines x terms) boolean matrix: a run of
-    ``[a-z0-9]`` whose first five characters are a term, if the run is a content word."""
-    data = text.encode("utf-8", "surrogatepass").translate(_ALNUM_BYTES)
-    words = data.split()
+def _kinds_and_hits(
+    found: list[bytes], line: np.ndarray, kind: dict[bytes, int], goal: set[str], n: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The kind of each of ``found`` (:func:`.bm25.word_tokens`, kinds :func:`.bm25.token_kinds`)
+    and which of ``n`` lines hold which of ``goal`` (:func:`.lexicon.terms`), as a (lines x
+    terms) boolean matrix, from one look-up per token: a goal word is a run of ``[a-z0-9]``
+    (of a token, cut at ``_`` and other characters than ASCII) whose first five characters
+    are a term, if the run is a content word."""
     column = {t.encode(): k for k, t in enumerate(goal)}
-    get = column.get  # each distinct word looked up once
-    term = {w: k for w in set(words) if (k := get(w[:5])) is not None and content(w.decode())}
+    get = column.get
     out = np.zeros((n, len(column)), bool)
-    if term:
-        ids = np.fromiter(map(term.get, words, repeat(-1)), np.int64, len(words))
-        at = np.flatnonzero(ids >= 0)
-        out[token_lines(data)[at], ids[at]] = True
-    return out
+    if not column:
+        return np.fromiter(map(kind.get, found, repeat(0)), np.int64, len(found)), out
+    top = max(kind.values(), default=0) + 1  # a token's code: kind + top * (its term + 1)
+    code, several = dict(kind), {}
+    for w in set(found):
+        if w.isalnum():  # one run (ASCII letters and digits)
+            k = get(w[:5])
+            if k is not None and content(w.decode()):
+                code[w] = kind.get(w, 0) + top * (k + 1)
+            continue
+        runs = w.translate(_ALNUM_BYTES).split()
+        ks = {k for r in runs if (k := get(r[:5])) is not None and content(r.decode())}
+        if len(ks) == 1:
+            code[w] = kind.get(w, 0) + top * (ks.pop() + 1)
+        elif ks:
+            several[w] = sorted(ks)
+    codes = np.fromiter(map(code.get, found, repeat(0)), np.int64, len(found))
+    term = codes // top - 1
+    at = np.flatnonzero(term >= 0)
+    out[line[at], term[at]] = True
+    if several:  # a token holding runs of several terms
+        for i in compress(range(len(found)), map(several.__contains__, found)):
+            out[line[i], several[found[i]]] = True
+    return codes % top, out
 
 
 def _found(hits: list[tuple[int, str]], starts: np.ndarray, n: int) -> np.ndarray:
@@ -371,16 +405,18 @@ def line_features(step: Step) -> np.ndarray:
     names = line_names(tree)
     joined = "\n" + "\n".join(names)  # a tree's lines hold no newline
     text = joined[1:].lower()
-    gid = np.fromiter(map(_GROUP_ID.get, roles, repeat(_OTHER)), np.int64, n)
+    role = np.fromiter(map(_ROLE_CODE.get, roles, repeat(len(_ROLES))), np.int64, n)
+    gid = _CODE_GROUP[role]
     parents = np.asarray(tree.parents, np.int64)
     has_bid = np.fromiter(map(operator.is_not, bids, repeat(None)), bool, n)
     kids = _Kids(parents, ~has_bid)
     # per line: BM25 counts of the names, goal-term hits, goal-term finds; and the same
     # added over each line's kids (one pass for all the columns)
     words, order = query_terms(query_of(step))
-    lengths, tf = joined_term_counts(text, n, words)
     goal = terms(step.goal)
-    found = _goal_hits(text, n, goal) if goal else np.zeros((n, 0), bool)
+    tokens, line = word_tokens(text)  # one pass for BM25 and for goal terms
+    kind, found = _kinds_and_hits(tokens, line, token_kinds(words), goal, n)
+    lengths, tf = counts_from_kinds(kind, line, text, n, words)
     sub = _found(term_finds(goal_terms(step.goal), text), _line_starts(text, n), n)
     q, g = tf.shape[1], found.shape[1]
     kid = kids.sum(np.concatenate((lengths[:, None], tf, found, sub), axis=1, dtype=np.int64))
@@ -406,7 +442,7 @@ def line_features(step: Step) -> np.ndarray:
     X[:, _C["has_bid"]] = has_bid
     inter = _INTERACTIVE[gid]
     X[:, _C["interactive"]] = inter
-    X[:, _C["no_role"]] = np.fromiter(map(operator.is_, roles, repeat(None)), bool, n)
+    X[:, _C["no_role"]] = role == 0
     X[:, _C["depth"]] = depth / max(1.0, depth.max())
     own_names = _OWN_NAME.findall(joined)  # _NAME of each line, in one pass
     name_len = np.fromiter(map(len, own_names), np.int64, n)
@@ -419,8 +455,11 @@ def line_features(step: Step) -> np.ndarray:
     for i in compress(range(n), map(operator.contains, texts, repeat("focus"))):
         chars[i] = len(unfocused(texts[i]))
     X[:, _C["log_cost"]] = _log1p_of(chars, _LOG_QUARTERS, 4)
-    bid_acted = np.fromiter(map(acted.__contains__, bids), bool, n)
-    X[:, _C["acted"]] = bid_acted
+    state = dict.fromkeys(acted, 1)  # 2: the last one (among the acted)
+    if last is not None:
+        state[last] = 2
+    acted_code = np.fromiter(map(state.get, bids, repeat(0)), np.int64, n)
+    X[:, _C["acted"]] = bid_acted = acted_code > 0
     i = last_line - 1 if last_line is not None else None
     chrome, hops = _ancestry(tree.parents, (gid == _CHROME).tolist(), i)
     near_after = same_parent = None
@@ -459,13 +498,13 @@ def line_features(step: Step) -> np.ndarray:
     X[:, _C["name_in_goal"]] = named
     # an unnamed element whose kids' text is a name the goal mentions
     carries = has_bid & _CARRIER[gid] & np.fromiter(map(operator.not_, own), bool, n)
-    carries &= np.fromiter(map(operator.ne, roles, repeat("LabelText")), bool, n)
+    carries &= role != _LABEL_TEXT
     carries &= kids.sum(quoted | named)
     X[:, _C["carrier"]] = carries
-    kinds = [any(f" {w} " in padded for w in ROLE_WORDS.get(g, ())) for g in _GROUP_NAMES]
+    kinds = [any(map(padded.__contains__, pads)) for pads in _ROLE_PADS]
     X[:, _C["role_in_goal"]] = np.array(kinds, bool)[gid]
     # order: goal-mentioning text lines above a clickable one, interactive lines so far
-    mentions = ~clickable & sub.any(axis=1)
+    mentions = ~clickable & (distinct[:, 2] > 0)  # a line holding a goal term
     idx = np.arange(n)
     hit_at = np.maximum.accumulate(np.where(mentions, idx, -HIT_WINDOW - 1))
     gap = idx - hit_at
@@ -476,14 +515,15 @@ def line_features(step: Step) -> np.ndarray:
     # state
     untouched = form & has_bid & ~bid_acted
     X[:, _C["field_pending"]] = clickable & ~form & ((np.cumsum(untouched) - untouched) > 0)
-    if last is not None:
-        X[:, _C["last_el"]] = np.fromiter(map(operator.eq, bids, repeat(last)), bool, n)
+    X[:, _C["last_el"]] = acted_code == 2
     for k in np.flatnonzero(form).tolist():
-        X[k, _C["filled"]] = bool(_FILLED.search(texts[k]))
+        if _FILLED.search(texts[k]):
+            X[k, _C["filled"]] = 1.0
     off = switched_off(step.goal)
     for k in np.flatnonzero(named | (hits > 0)).tolist():
         x = texts[k]  # each _CHECKED state holds "rue"
-        X[k, _C["done_choice"]] = "rue" in x and bool(_CHECKED.search(x)) and own[k] not in off
+        if "rue" in x and _CHECKED.search(x) and own[k] not in off:
+            X[k, _C["done_choice"]] = 1.0
     if not step.history:
         X[:, _C["first_step"]] = True
         X[:, _C["first_x_order"]] = order_x
