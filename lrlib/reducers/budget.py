@@ -93,6 +93,13 @@ def rank_lines(
     for k, a in enumerate(order.tolist()):
         if bar[a] or shown[a] == 2:
             continue  # costs nothing: never shown (the floor stops before it), or shown
+        q = up[a]
+        if (q < 0 or shown[q]) and (companions is None or not companions[a]):
+            # the usual line: its parent shown already, nothing brought along (the sum
+            # below for this one line: 0.0 plus its cost, the same float)
+            steps[k] = cost[a] - (stub[a] if shown[a] else 0.0)
+            shown[a], kept_at[a] = 2, k
+            continue
         add = 0.0
         todo = [a]
         while todo:
