@@ -1,6 +1,7 @@
 """How the tunable reducers generalise: grouped CV, the test split, WorkArena -> WebArena.
 
-Usage: ``python benchmarks/bench_generalisation.py [--out results.csv] [--fast]``
+Usage: ``python benchmarks/bench_generalisation.py [--out results.csv] [--fast] [--skip NAME ...]
+[--budgets 0.2 0.25 ...]`` (the last: the learned scorer's operating points, one row per budget)
 
 For ``learned`` and ``program`` (and the untuned ``bm25``, ``bm25:unit=chunks`` and
 ``embedding`` baselines for reference), target coverage, evidence coverage and median token
@@ -47,7 +48,14 @@ from lrlib.data import dataset as data
 from lrlib.data.crossval import Fold, folds, miniwob_half
 from lrlib.eval.evaluation import evaluate
 from lrlib.eval.intervals import interval
-from lrlib.eval.learned_cv import KNOB_KEYS, MIN_REDUCTION, nested_cv, prepare, step_results
+from lrlib.eval.learned_cv import (
+    KNOB_KEYS,
+    MIN_REDUCTION,
+    nested_cv,
+    out_of_fold,
+    prepare,
+    step_results,
+)
 from lrlib.eval.metrics import covers, covers_evidence
 from lrlib.eval.program_tuning import TuningSet, cross_validate, tune
 from lrlib.paths import miniwob_path
@@ -122,11 +130,42 @@ def _episodes(steps) -> np.ndarray:
     return np.array([str(s.meta.get("episode") or s.step_id) for s in steps], dtype=object)
 
 
+def operating_points(settings: dict, budgets: list[float]) -> str:
+    """A markdown table: per budget (the learned scorer's other knobs as in ``settings``),
+    evidence / target coverage / median reduction with 95% intervals over episodes in each
+    setting (``settings``: column -> (steps, prepared steps, scores, knobs)); n = steps
+    with evidence / their episodes."""
+    pct = lambda x: f"{100 * x:.1f}"  # noqa: E731
+    head, rows = [], {b: [] for b in budgets}
+    for name, (steps, cache, scores, knobs) in settings.items():
+        eps = _episodes(steps)
+        for b in budgets:
+            red, hit, ev = step_results(steps, cache, scores, {**knobs, "budget": b})
+            e, c = interval(ev, eps, "mean"), interval(hit, eps, "mean")
+            m = interval(red, eps, "median")
+            rows[b].append(f"{pct(e['estimate'])} [{pct(e['lo'])}, {pct(e['hi'])}] / "
+                           f"{pct(c['estimate'])} / {pct(m['estimate'])}%")  # fmt: skip
+        has = ~np.isnan(ev)
+        head.append(f"{name} (n={int(has.sum())}/{len(set(eps[has]))})")
+    lines = ["| budget | " + " | ".join(head) + " |", "|---" * (len(settings) + 1) + "|"]
+    lines += [f"| {b:g} | " + " | ".join(cells) + " |" for b, cells in rows.items()]
+    return "\n".join(lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", help="also write the table as CSV here")
     parser.add_argument("--fast", action="store_true", help="fewer tuning draws for program CV")
-    parser.add_argument("--skip", nargs="*", default=[], help="baselines to leave out")
+    parser.add_argument(
+        "--skip", nargs="*", default=[], help="baselines (or 'program') to leave out"
+    )
+    parser.add_argument(
+        "--budgets",
+        nargs="*",
+        type=float,
+        default=[],
+        help="also the learned scorer's operating points: these budgets, other knobs as chosen",
+    )
     args = parser.parse_args()
     warnings.filterwarnings("ignore", category=UserWarning)
     start = time.perf_counter()
@@ -185,32 +224,49 @@ def main() -> int:
         ep[we],
     )
     print(f"learned: WorkArena-only knobs {wa_knobs[we[0]]}", file=sys.stderr)
-
+    if args.budgets:
+        settings = {  # (steps, cache, scores, knobs) of each column
+            "CV, recorded pages": (dev, pool_cache[:n_dev],
+                                   out_of_fold(pool_cache, folds(pool, "family"), C)[:n_dev],
+                                   shipped_knobs),
+            "test": (test_steps, test_cache, test_scores, shipped_knobs),
+            "WA->WE": ([steps[i] for i in we], [cache[i] for i in we],
+                       [wa_scores[i] for i in we], wa_knobs[we[0]]),
+            "MiniWoB check": (check, check_cache,
+                              [shipped.model.predict(d.X) for d in check_cache], shipped_knobs),
+        }  # fmt: skip
+        print(operating_points(settings, args.budgets))
     _stage("learned", start)
-    # program: knobs re-tuned inside every fold, then measured exactly
-    draws = {"samples": 60, "restarts": 2} if args.fast else {"samples": 150, "restarts": 5}
-    tset = TuningSet(steps)
-    gfolds = [Fold(f.name, dev_idx[f.train_idx], dev_idx[f.test_idx]) for f in folds(dev, "family")]
-    _, _, per_fold = cross_validate(tset, gfolds, 0.97, min_evidence=MIN_EVIDENCE, **draws)
-    parts = [_exact(Program(**r["knobs"]), [steps[i] for i in g.test_idx])
-             for g, r in zip(gfolds, per_fold, strict=True)]  # fmt: skip
-    order = np.concatenate([g.test_idx for g in gfolds])
-    results["cv-family", "program"] = (
-        *(np.concatenate([p[k] for p in parts]) for k in range(3)),
-        ep[order],
-    )
-    results["test", "program"] = (
-        *_exact(get_reducer("program"), [steps[i] for i in test_idx]),
-        ep[test_idx],
-    )
-    results["miniwob-check", "program"] = (*_exact(get_reducer("program"), check), _episodes(check))
-    k_wa, _ = tune(tset, 0.97, idx=wa, min_evidence=MIN_EVIDENCE, **draws)
-    results["workarena->webarena", "program"] = (
-        *_exact(Program(**asdict(k_wa)), [steps[i] for i in we]),
-        ep[we],
-    )
+    if "program" not in args.skip:
+        # program: knobs re-tuned inside every fold, then measured exactly
+        draws = {"samples": 60, "restarts": 2} if args.fast else {"samples": 150, "restarts": 5}
+        tset = TuningSet(steps)
+        gfolds = [
+            Fold(f.name, dev_idx[f.train_idx], dev_idx[f.test_idx]) for f in folds(dev, "family")
+        ]
+        _, _, per_fold = cross_validate(tset, gfolds, 0.97, min_evidence=MIN_EVIDENCE, **draws)
+        parts = [_exact(Program(**r["knobs"]), [steps[i] for i in g.test_idx])
+                 for g, r in zip(gfolds, per_fold, strict=True)]  # fmt: skip
+        order = np.concatenate([g.test_idx for g in gfolds])
+        results["cv-family", "program"] = (
+            *(np.concatenate([p[k] for p in parts]) for k in range(3)),
+            ep[order],
+        )
+        results["test", "program"] = (
+            *_exact(get_reducer("program"), [steps[i] for i in test_idx]),
+            ep[test_idx],
+        )
+        results["miniwob-check", "program"] = (
+            *_exact(get_reducer("program"), check),
+            _episodes(check),
+        )
+        k_wa, _ = tune(tset, 0.97, idx=wa, min_evidence=MIN_EVIDENCE, **draws)
+        results["workarena->webarena", "program"] = (
+            *_exact(Program(**asdict(k_wa)), [steps[i] for i in we]),
+            ep[we],
+        )
 
-    _stage("program", start)
+        _stage("program", start)
     # untuned baselines: the same steps of each setting
     baselines = [b for b in BASELINES if b not in args.skip]
     frames = []
@@ -219,7 +275,7 @@ def main() -> int:
         sub = [s for s in steps if only is None or s.meta.get("split") in only]
         frames.append(evaluate([name], sub, progress=False))
         _stage(name, start)
-    frame = pd.concat(frames, ignore_index=True)
+    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     for name in baselines:
         part = frame[frame.reducer == name].set_index("step_id")
         for setting, idx in (
@@ -246,6 +302,8 @@ def main() -> int:
     rows = [_row(s, r, *v) for (s, r), v in sorted(results.items(),
                                                     key=lambda kv: order.index(kv[0][0]))]  # fmt: skip
     for name in ("learned", "program", *baselines):
+        if ("cv-family", name) not in results:
+            continue
         _, hv, _, ev = results["cv-family", name]
         _, ht, _, et = results["test", name]
         d = _reps(hv, ev) - _reps(ht, et)
