@@ -1,6 +1,7 @@
 """Frozen copies of :mod:`lrlib.reducers.budget`'s ``rank_lines`` and ``page_costs`` as of
-commit 1daa0d0 (issue 24): ``tests/test_features_fast.py`` holds the faster ones to them.
-Do not edit: they are the reference."""
+commit 1daa0d0 (issue 24): ``tests/test_features_fast.py`` holds the faster ones to them;
+and of ``page_costs`` (stubs counted by shape) and ``searched_rows`` as of commit 58e13d1,
+for ``tests/test_learned_speed_identity.py``. Do not edit: they are the reference."""
 
 from __future__ import annotations
 
@@ -88,3 +89,78 @@ def page_costs(step: Step, encoding: str) -> tuple[np.ndarray, np.ndarray]:
         np.asarray(line_token_counts([unfocused(x) for x in t.texts], encoding), float),
         np.asarray(line_token_counts(stubs, encoding), float),
     )
+
+
+_LOWER = "abcdefghijklmnopqrstuvwxyz"
+_ZEROS = str.maketrans("123456789", "000000000")
+_SAME: dict[int, int] = {}
+
+
+def page_costs_by_shape(step: Step, encoding: str) -> tuple[np.ndarray, np.ndarray]:
+    """``page_costs`` as of commit 58e13d1: stubs counted whole, by shape (a bid's digits
+    as zeros)."""
+    from lrlib.core.tokens import line_token_counts
+    from lrlib.reducers.budget import digit_pieces
+
+    t = step.axtree
+    n = len(t)
+    lines = [unfocused(x) if "focus" in x else x for x in t.texts]
+    zeros = _ZEROS if digit_pieces(encoding) else _SAME
+    stubs = [
+        (
+            f"{x[:k]}[{b.translate(zeros) if b.isascii() and b.lstrip(_LOWER).isdigit() else b}]"
+            + (f" {r}" if r else "")
+        )
+        if b is not None
+        else x[:k] + (r if r is not None else x[k : k + 40])
+        for x, k, b, r in zip(t.texts, t.indents, t.bids, t.roles, strict=True)
+    ]
+    focused = [x for x in t.texts if "focus" in x]
+    counts = np.asarray(line_token_counts(lines + stubs + focused, encoding), float)
+    return counts[:n], counts[n : 2 * n]
+
+
+def searched_rows(step: Step) -> dict[int, list[int]]:
+    """``searched_rows`` as of commit 58e13d1."""
+    from lrlib.data.evidence import CONTEXT_MAX_CHARS, line_name
+    from lrlib.reducers.budget import PUNCT, SEARCHED_ROWS_MAX
+
+    terms = {
+        w
+        for w in step.goal.casefold().replace(",", " ").split()
+        if len(w.strip(PUNCT)) >= 3 and any(c.isdigit() or c == "@" for c in w)
+    }
+    terms = {w.strip(PUNCT) for w in terms}
+    if not terms:
+        return {}
+    t = step.axtree
+    texts = [x.casefold() for x in t.texts]
+    rows: dict[str, list[list[int]]] = {}
+    levels: list[int] = []
+    for p in t.parents:
+        levels.append(levels[p] + 1 if p >= 0 else 0)
+    for r, role in enumerate(t.roles):
+        if role != "row":
+            continue
+        cells, depth = [], levels[r]
+        for j in range(r + 1, len(t)):
+            if levels[j] <= depth:
+                break
+            if t.roles[j] in ("cell", "gridcell", "rowheader"):
+                name = line_name(t.texts[j])
+                if name and len(name) <= CONTEXT_MAX_CHARS:
+                    cells.append(j)
+        names = [line_name(t.texts[j]) for j in cells]
+        for w in terms:
+            if any(w in n for n in names):
+                rows.setdefault(w, []).append(cells)
+    out: dict[int, list[int]] = {}
+    for w, found in rows.items():
+        if len(found) > SEARCHED_ROWS_MAX:
+            continue
+        cells = sorted({j for c in found for j in c})
+        for i, x in enumerate(texts):
+            if w in x:
+                out.setdefault(i, [])
+                out[i] += [j for j in cells if j not in out[i]]
+    return out

@@ -1,6 +1,8 @@
 """The learned scorer's faster pricing and ranking give what the frozen copies give (issue 24):
 stubs counted by their shape (a bid's digits as zeros, :func:`~lrlib.reducers.budget.page_costs`)
-on odd bids and indentation, and BM25 summed over the scored terms only."""
+and then priced by their parts (:func:`~lrlib.reducers.budget.priced_stubs`) on odd bids,
+roles and indentation, the searched rows found only for goal terms on the page, and BM25
+summed over the scored terms only."""
 
 from __future__ import annotations
 
@@ -13,15 +15,31 @@ from hypothesis import strategies as st
 from lrlib.core.step import Step
 from lrlib.core.tokens import count_each
 from lrlib.reducers.bm25 import bm25_scores
-from lrlib.reducers.budget import digit_pieces, page_costs
+from lrlib.reducers.budget import (
+    digit_pieces,
+    page_costs,
+    priced_stubs,
+    searched_rows,
+    stub_prices,
+)
 
 _BIDS = st.one_of(
     st.integers(0, 10**9).map(str),
+    st.integers(0, 10**9).map(str),
+    st.from_regex(r"[a-z]{1,2}[0-9]{0,8}", fullmatch=True),
     st.from_regex(r"[a-z]{1,3}[0-9]{0,8}", fullmatch=True),
     st.sampled_from(["A1", "a1b", "1a", "a_1", "é12", "١٢", "12.5", "0007", "a000"]),
 )
-_ROLES = st.sampled_from(["button", "link", "StaticText", "LayoutTableCell", "x-widget", "h1"])
-_INDENT = st.text(alphabet="\t ", max_size=4)
+_KNOWN = st.sampled_from(
+    ["button", "link", "StaticText", "LayoutTableCell", "RootWebArea", "option", "gridcell"]
+)
+_ROLES = st.one_of(_KNOWN, _KNOWN, _KNOWN, st.sampled_from(["x-widget", "h1", "Date", "URL", "aé"]))
+_INDENT = st.one_of(
+    st.integers(0, 6).map("\t".__mul__),
+    st.integers(0, 6).map("\t".__mul__),
+    st.text(alphabet="\t ", max_size=4),
+    st.integers(60, 70).map("\t".__mul__),
+)
 
 
 @st.composite
@@ -42,9 +60,49 @@ def test_stubs_priced_by_shape_cost_what_they_cost(tree, encoding):
     tokens, stubs = page_costs(step, encoding)
     old_tokens, old_stubs = legacy_budget.page_costs(step, encoding)
     assert np.array_equal(tokens, old_tokens) and np.array_equal(stubs, old_stubs)
+    shape_tokens, shape_stubs = legacy_budget.page_costs_by_shape(step, encoding)
+    assert np.array_equal(tokens, shape_tokens) and np.array_equal(stubs, shape_stubs)
     t = step.axtree
     exact = count_each([t.stub(i) + "\n" for i in range(len(t))], encoding)
     assert stubs.tolist() == exact
+    priced = priced_stubs(t, stub_prices(encoding))  # NaN: counted whole
+    assert all(a == b for a, b in zip(priced.tolist(), exact, strict=True) if a == a)
+
+
+def test_stubs_are_priced_by_parts_where_the_encoding_allows():
+    assert stub_prices("o200k_base") is not None and stub_prices("cl100k_base") is not None
+    assert stub_prices("p50k_base") is None
+    t = Step(goal="g", tree="[1] button\n\t[a12] link\n\t\tStaticText 'x'\n [2] link").axtree
+    priced = priced_stubs(t, stub_prices("o200k_base"))
+    assert np.isnan(priced).tolist() == [False, False, False, True]  # a space: counted whole
+
+
+_IDS = st.sampled_from(["2065555555", "A-1007", "x@y.com", "1007", "007", "2065", "Ab12"])
+
+
+@st.composite
+def _tables(draw) -> tuple[str, str]:
+    """A goal naming identifiers and a page of table rows, some showing them."""
+    lines = ["[1] textbox 'Search' value='" + draw(_IDS) + "'", "[2] table ''"]
+    for r in range(draw(st.integers(0, 6))):
+        lines.append(f"\t[{10 * r + 3}] {draw(st.sampled_from(['row', 'rowgroup']))} ''")
+        for c in range(draw(st.integers(0, 3))):
+            role = draw(st.sampled_from(["cell", "gridcell", "rowheader", "StaticText"]))
+            lines.append(
+                f"\t\t[{10 * r + 4 + c}] {role} '{draw(_IDS)} {draw(st.sampled_from(['x', 'Y', '']))}'"
+            )
+    goal = " ".join(
+        draw(st.lists(_IDS | st.sampled_from(["Find", "the", "order", "a1,"]), max_size=5))
+    )
+    return goal, "\n".join(lines)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_tables())
+def test_searched_rows_equal_the_frozen_copy(case):
+    goal, tree = case
+    step = Step(goal=goal, tree=tree)
+    assert searched_rows(step) == legacy_budget.searched_rows(step)
 
 
 def test_digit_pieces_only_for_the_encodings_it_knows():
