@@ -367,7 +367,7 @@ def companion_lines(step: Step) -> list[list[int]]:
     """
     from lrlib.data.evidence import context_lines
 
-    out = [[m - 1 for m in c] for c in context_lines(step.axtree)]
+    out = [[m - 1 for m in c] if c else [] for c in context_lines(step.axtree)]  # most: none
     if SEARCHED_ROWS:
         for i, row in searched_rows(step).items():
             out[i] = out[i] + [j for j in row if j != i and j not in out[i]]
