@@ -36,7 +36,13 @@ from lrlib.reducers.features import (
     line_features,
     line_names,
 )
-from lrlib.reducers.lexicon import normalise, normalise_lines, term_finds, term_matcher
+from lrlib.reducers.lexicon import (
+    normalise,
+    normalise_lines,
+    term_finds,
+    term_matcher,
+    utf8_term_finds,
+)
 
 OOD = REPO / "data" / "miniwob_ood.jsonl.gz"
 
@@ -284,6 +290,13 @@ def test_bm25_bit_for_bit_on_generated_text(docs, query):
     assert new.dtype == old.dtype and np.array_equal(new, old)
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.text(max_size=30) | st.text(alphabet="aB1 \t\n\r\x0b\x1c_#@$%&+./:-'\"(é", max_size=30))
+def test_normalise_is_the_frozen_normalise(text):
+    """ASCII by a byte table: newlines, tabs, other control characters as separators."""
+    assert normalise(text) == legacy.normalise(text)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.text(max_size=12).filter(lambda t: "\n" not in t), max_size=8))
 def test_normalise_lines_is_normalise_of_each(texts):
@@ -315,6 +328,25 @@ def test_term_finds_are_the_matches_of_the_frozen_matcher(terms, text):
     old = legacy.term_matcher(terms)
     expected = [(m.start(), m[0]) for m in old.finditer(low)] if old is not None else []
     assert term_finds(terms, low) == expected
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(["best", "pro", "3", "12", "1", "add", "aa", "aaaa", "x1", "be", "k"]),
+             max_size=5, unique=True),
+    st.text(alphabet="abestpro1230x _-\néKİ\u212a\ud800\U0001d41a١", max_size=40),
+)  # fmt: skip
+def test_utf8_term_finds_are_the_matches_of_the_frozen_matcher(terms, text):
+    """The same matches in the text's UTF-8 bytes: after a letter other than ASCII (two,
+    three or four bytes), a lone surrogate, a digit other than ASCII."""
+    low = text.lower()
+    data = low.encode("utf-8", "surrogatepass")
+    old = legacy.term_matcher(terms)
+    expected = [(m.start(), m[0]) for m in old.finditer(low)] if old is not None else []
+    found = utf8_term_finds(terms, data)
+    assert [(len(data[:p].decode("utf-8", "surrogatepass")), terms[r]) for p, r in found] == (
+        expected
+    )
 
 
 @given(st.binary(max_size=60).map(lambda b: bytes(c if c > 32 or c == 10 else 32 for c in b)))

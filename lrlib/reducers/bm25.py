@@ -183,11 +183,16 @@ def token_kinds(words: Sequence[str]) -> dict[bytes, int]:
 
 
 def counts_from_kinds(
-    code: np.ndarray, line: np.ndarray, text: str, n: int, words: Sequence[str]
+    code: np.ndarray,
+    line: np.ndarray,
+    text: str,
+    n: int,
+    words: Sequence[str],
+    kinds: dict[bytes, int] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`joined_term_counts` from the kind (:func:`token_kinds`) and line of each of
     :func:`word_tokens`; the lines with characters other than ASCII are tokenised again,
-    by the regex of :func:`tokens`.
+    by the regex of :func:`tokens` (``kinds``: ``token_kinds(words)``, if at hand).
 
     >>> text = "add to cart\\n\\ncart"
     >>> found, line = word_tokens(text)
@@ -203,7 +208,7 @@ def counts_from_kinds(
         mine = ~other[line]
         runs = [[t.encode() for t in _RUN.findall(lines[i])] for i in odd]
         more = list(chain.from_iterable(runs))
-        kind = token_kinds(words)
+        kind = token_kinds(words) if kinds is None else kinds
         more_code = np.fromiter(map(kind.get, more, repeat(0)), np.int64, len(more))
         code = np.concatenate((code[mine], more_code))
         line = np.concatenate((line[mine], np.repeat(odd, list(map(len, runs)))))

@@ -31,7 +31,7 @@ import functools
 import math
 import operator
 import re
-from itertools import compress, repeat
+from itertools import chain, compress, filterfalse, repeat
 
 import numpy as np
 
@@ -48,14 +48,13 @@ from lrlib.reducers.bm25 import (
 from lrlib.reducers.chunking import query_of
 from lrlib.reducers.lexicon import (
     content,
-    goal_terms,
     in_goal,
     normalise,
     normalise_lines,
     quoted_phrases,
     switched_off,
-    term_finds,
-    terms,
+    terms_of_goal,
+    utf8_term_finds,
 )
 
 # role groups: names seen on several sites (ARIA roles and Chromium's internal ones)
@@ -267,36 +266,61 @@ def _pairs(parents: np.ndarray, bidless: np.ndarray) -> tuple[np.ndarray, np.nda
     return line[keep], kid[keep]
 
 
-def _ancestry(
-    parents: list[int], chrome: list[bool], last: int | None
-) -> tuple[list[bool], np.ndarray | None]:
-    """Whether each line is inside chrome, and its tree distance (edges) to 0-based line
-    ``last`` (to a line under another root: both depths plus two). One pass in page order,
-    where a parent comes before its children: a recurrence over the lines, which for trees
-    of a few hundred lines costs less than any level-by-level numpy walk."""
-    n = len(parents)
-    inside = list(chrome)
-    depth = [0] * n
-    path = set()
-    q = last if last is not None else -1
-    while q >= 0:
-        path.add(q)
-        q = parents[q]
-    meet = [-1] * n  # the nearest ancestor (or the line itself) on last's path to its root
+def _edge_depths(parents: list[int], depths: np.ndarray) -> np.ndarray:
+    """The number of edges from each line to its root: ``depths`` when the first line is at
+    depth 0 and no line is more than one level deeper than the line before it (every tree
+    BrowserGym writes; a line's parent is then the last line one level up), else counted
+    line by line."""
+    if depths[0] == 0 and (np.diff(depths) <= 1).all():
+        return depths
+    edges = [0] * len(parents)
     for i, p in enumerate(parents):
         if p >= 0:
-            depth[i] = depth[p] + 1
-            if inside[p]:
-                inside[i] = True
-            meet[i] = i if i in path else meet[p]
-        elif i in path:
-            meet[i] = i
+            edges[i] = edges[p] + 1
+    return np.asarray(edges, np.int64)
+
+
+def _ancestry(
+    parents: list[int], depths: np.ndarray, chrome: np.ndarray, last: int | None
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Whether each line is inside chrome (a ``chrome`` line or below one), and its tree
+    distance (edges) to 0-based line ``last`` (to a line under another root: both depths
+    plus two). ``depths``: the tree's indentation depths; a line's parent is the nearest
+    earlier line of a smaller depth, so the subtree of a line is the run of deeper lines
+    after it.
+
+    >>> inside, hops = _ancestry(
+    ...     [-1, 0, 1, 0, -1], np.array([0, 1, 2, 1, 0]),
+    ...     np.array([False, True, False, False, False]), 2)
+    >>> inside.tolist(), hops.tolist()
+    ([False, True, True, False, False], [2.0, 1.0, 0.0, 3.0, 4.0])
+    """
+    n = len(parents)
+    inside = np.zeros(n, bool)
+    levels, end = depths.tolist(), 0
+    for c in np.flatnonzero(chrome).tolist():
+        if c >= end:  # not in the subtree of a chrome line already marked
+            end = c + 1
+            while end < n and levels[end] > levels[c]:
+                end += 1
+            inside[c:end] = True
     if last is None:
         return inside, None
-    d, a = np.asarray(depth), np.asarray(meet)
-    to_last = d[last]
-    at = d[np.maximum(a, 0)]
-    return inside, np.where(a >= 0, d - at + to_last - at, d + 1 + to_last + 1).astype(float)
+    path = [last]  # last and its ancestors, the root first after the reversal
+    while (p := parents[path[-1]]) >= 0:
+        path.append(p)
+    path.reverse()
+    # how many lines of the path hold each line in their subtree (0: under another root):
+    # up to last, the path's lines at or before it; after last, the path's lines shallower
+    # than every line since last. The deepest of them, at edge depth (count - 1), is where
+    # the line's way to last turns: hops = d - at + to_last - at (d + 1 + to_last + 1
+    # under another root, which is the same sum at count 0)
+    on_path = np.zeros(n, np.int64)
+    on_path[path] = 1
+    count = np.cumsum(on_path)
+    count[last + 1 :] = np.searchsorted(depths[path], np.minimum.accumulate(depths[last + 1 :]))
+    to_last = len(path) - 1
+    return inside, (_edge_depths(parents, depths) + (to_last + 2) - 2 * count).astype(float)
 
 
 def _rel(scores: np.ndarray) -> np.ndarray:
@@ -304,57 +328,92 @@ def _rel(scores: np.ndarray) -> np.ndarray:
     return scores / top if top > 0 else np.zeros_like(scores)
 
 
+_FIVE = slice(5)
 _ALNUM_BYTES = bytes(
     c if c == 10 or chr(c) in "abcdefghijklmnopqrstuvwxyz0123456789" else 32 for c in range(256)
 )  # fmt: skip  (UTF-8: other characters to spaces)
 
 
-def _kinds_and_hits(
-    found: list[bytes], line: np.ndarray, kind: dict[bytes, int], goal: set[str], n: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """The kind of each of ``found`` (:func:`.bm25.word_tokens`, kinds :func:`.bm25.token_kinds`)
-    and which of ``n`` lines hold which of ``goal`` (:func:`.lexicon.terms`), as a (lines x
-    terms) boolean matrix, from one look-up per token: a goal word is a run of ``[a-z0-9]``
-    (of a token, cut at ``_`` and other characters than ASCII) whose first five characters
-    are a term, if the run is a content word."""
+def _token_columns(
+    distinct: list[bytes], goal: set[str], ranked: list[str]
+) -> dict[bytes, list[int]]:
+    """The columns of :func:`_kinds_and_hits`'s matrix that each of the ``distinct`` tokens
+    marks (only the tokens that mark some): ``goal``'s terms a run of the token starts with
+    (its position in ``goal``'s order), and the matches of :func:`.lexicon.term_matcher`
+    ``(ranked)`` in the token (``len(goal)`` plus the term's rank). A match never crosses
+    a token's edge (a term is ASCII letters and digits; a token, every run of them), and
+    what the matcher's look-arounds see there (a separator, never a digit or a word
+    character) is what they would see in the text: the tokens joined by newlines give the
+    text's matches, each distinct token once."""
     column = {t.encode(): k for k, t in enumerate(goal)}
     get = column.get
-    out = np.zeros((n, len(column)), bool)
-    if not column:
-        return np.fromiter(map(kind.get, found, repeat(0)), np.int64, len(found)), out
-    top = max(kind.values(), default=0) + 1  # a token's code: kind + top * (its term + 1)
-    code, several = dict(kind), {}
-    for w in set(found):
-        if w.isalnum():  # one run (ASCII letters and digits)
-            k = get(w[:5])
-            if k is not None and content(w.decode()):
-                code[w] = kind.get(w, 0) + top * (k + 1)
-            continue
-        runs = w.translate(_ALNUM_BYTES).split()
-        ks = {k for r in runs if (k := get(r[:5])) is not None and content(r.decode())}
-        if len(ks) == 1:
-            code[w] = kind.get(w, 0) + top * (ks.pop() + 1)
-        elif ks:
-            several[w] = sorted(ks)
-    codes = np.fromiter(map(code.get, found, repeat(0)), np.int64, len(found))
-    term = codes // top - 1
-    at = np.flatnonzero(term >= 0)
-    out[line[at], term[at]] = True
-    if several:  # a token holding runs of several terms
-        for i in compress(range(len(found)), map(several.__contains__, found)):
-            out[line[i], several[found[i]]] = True
-    return codes % top, out
-
-
-def _found(hits: list[tuple[int, str]], starts: np.ndarray, n: int) -> np.ndarray:
-    """Which lines (``starts``: offsets of each line in the text) hold which of ``hits``
-    (start, match): a (lines x distinct matches) boolean matrix."""
-    seen = {w: k for k, w in enumerate(dict.fromkeys(w for _, w in hits))}
-    out = np.zeros((n, len(seen)), bool)
-    if hits:
-        at = np.searchsorted(starts, [a for a, _ in hits], side="right") - 1
-        out[at, [seen[w] for _, w in hits]] = True
+    out: dict[bytes, list[int]] = {}
+    if column:  # only a token whose first five characters are a term, or of several runs
+        heads = map(operator.getitem, distinct, repeat(_FIVE))
+        maybe = {*compress(distinct, map(column.__contains__, heads))}
+        for w in maybe.union(filterfalse(bytes.isalnum, distinct)):
+            if w.isalnum():  # one run (ASCII letters and digits)
+                k = get(w[:5])
+                if k is not None and content(w.decode()):
+                    out[w] = [k]
+                continue
+            runs = w.translate(_ALNUM_BYTES).split()
+            ks = {k for r in runs if (k := get(r[:5])) is not None and content(r.decode())}
+            if ks:
+                out[w] = sorted(ks)
+    if ranked:
+        finds = utf8_term_finds(ranked, b"\n".join(distinct))
+        if finds:
+            ends = np.cumsum(np.fromiter(map(len, distinct), np.int64, len(distinct)) + 1)
+            at = np.searchsorted(ends, [p for p, _ in finds], side="right")
+            g = len(column)
+            for token, (_, rank) in zip(at.tolist(), finds, strict=True):
+                out.setdefault(distinct[token], []).append(g + rank)
     return out
+
+
+def _kinds_and_hits(
+    found: list[bytes],
+    line: np.ndarray,
+    kind: dict[bytes, int],
+    goal: set[str],
+    ranked: list[str],
+    n: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The kind of each of ``found`` (:func:`.bm25.word_tokens`, kinds :func:`.bm25.token_kinds`),
+    which of ``n`` lines hold which of ``goal`` (:func:`.lexicon.terms`) and which hold
+    matches of which of ``ranked`` (:func:`.lexicon.goal_terms`, found as
+    :func:`.lexicon.term_matcher` finds them), as (lines x terms) boolean matrices, from
+    one look-up per token: a goal word is a run of ``[a-z0-9]`` (of a token, cut at ``_``
+    and other characters than ASCII) whose first five characters are a term, if the run is
+    a content word.
+
+    >>> kind, found, sub = _kinds_and_hits(
+    ...     [b"the", b"best_cart", b"x"], np.array([0, 1, 1]), {b"the": 1, b"x": 1},
+    ...     {"cart"}, ["best"], 2)
+    >>> kind.tolist(), found.tolist(), sub.tolist()
+    ([1, 0, 1], [[False], [True]], [[False], [True]])
+    """
+    g = len(goal)
+    columns = _token_columns(list(set(found)), goal, ranked)
+    if not columns:
+        kinds = np.fromiter(map(kind.get, found, repeat(0)), np.int64, len(found))
+        return kinds, np.zeros((n, g), bool), np.zeros((n, len(ranked)), bool)
+    # a token's code: its kind + top * (1 + its row in the table of columns)
+    top = max(kind.values(), default=0) + 1
+    code = dict(kind)
+    rows: list[int] = []
+    for j, (w, cols) in enumerate(columns.items(), 1):
+        code[w] = kind.get(w, 0) + top * j
+        rows += repeat(j, len(cols))
+    table = np.zeros((len(columns) + 1, g + len(ranked)), bool)
+    table[rows, list(chain.from_iterable(columns.values()))] = True
+    codes = np.fromiter(map(code.get, found, repeat(0)), np.int64, len(found))
+    at = np.flatnonzero(codes >= top)
+    hit, col = np.nonzero(table[codes[at] // top])
+    out = np.zeros((n, g + len(ranked)), bool)
+    out[line[at[hit]], col] = True
+    return codes % top, out[:, :g], out[:, g:]
 
 
 class _Kids:
@@ -386,12 +445,6 @@ def _log1p_of(k: np.ndarray, table: np.ndarray, scale: float) -> np.ndarray:
     return np.fromiter(map(math.log1p, (k / scale).tolist()), float, len(k))
 
 
-def _line_starts(text: str, n: int) -> np.ndarray:
-    """The offset in ``text`` (``n`` lines joined by newlines) of each line."""
-    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
-    return np.concatenate(([0], np.flatnonzero(codes == 10) + 1))[:n]
-
-
 def line_features(step: Step) -> np.ndarray:
     """The feature matrix of ``step``: one row per line, columns :data:`FEATURES` (one pass
     of numpy over the lines; ``tests/test_features_fast.py`` holds it to the per-line
@@ -413,11 +466,11 @@ def line_features(step: Step) -> np.ndarray:
     # per line: BM25 counts of the names, goal-term hits, goal-term finds; and the same
     # added over each line's kids (one pass for all the columns)
     words, order = query_terms(query_of(step))
-    goal = terms(step.goal)
+    goal, ranked = terms_of_goal(step.goal)
     tokens, line = word_tokens(text)  # one pass for BM25 and for goal terms
-    kind, found = _kinds_and_hits(tokens, line, token_kinds(words), goal, n)
-    lengths, tf = counts_from_kinds(kind, line, text, n, words)
-    sub = _found(term_finds(goal_terms(step.goal), text), _line_starts(text, n), n)
+    kinds = token_kinds(words)
+    kind, found, sub = _kinds_and_hits(tokens, line, kinds, goal, ranked, n)
+    lengths, tf = counts_from_kinds(kind, line, text, n, words, kinds)
     q, g = tf.shape[1], found.shape[1]
     kid = kids.sum(np.concatenate((lengths[:, None], tf, found, sub), axis=1, dtype=np.int64))
     scores = scores_from_counts(  # of each line, and of each line with its kids
@@ -435,7 +488,7 @@ def line_features(step: Step) -> np.ndarray:
     X[:, _C["hits"] : _C["hits"] + 4] = np.minimum(2, distinct) / 2
     hits = X[:, _C["hits"]]
     acted, last = history_bids(step.history)
-    last_line = tree.line_of(last) if last else None
+    last_line = bids.index(last) + 1 if last and last in bids else None  # as tree.line_of
     n_children = np.bincount(parents[parents >= 0], minlength=n)
     depth = np.asarray(tree.depths, float)
     X[np.arange(n), gid] = 1.0  # role_* are the first columns, in group order
@@ -461,7 +514,7 @@ def line_features(step: Step) -> np.ndarray:
     acted_code = np.fromiter(map(state.get, bids, repeat(0)), np.int64, n)
     X[:, _C["acted"]] = bid_acted = acted_code > 0
     i = last_line - 1 if last_line is not None else None
-    chrome, hops = _ancestry(tree.parents, (gid == _CHROME).tolist(), i)
+    chrome, hops = _ancestry(tree.parents, np.asarray(tree.depths, np.int64), gid == _CHROME, i)
     near_after = same_parent = None
     if i is not None:
         dist = np.arange(n) - i
@@ -471,7 +524,7 @@ def line_features(step: Step) -> np.ndarray:
         X[:, _C["same_parent"]] = same_parent = parents == parents[i]
     else:
         X[:, _C["log_hops"]] = math.log1p(depth.max() * 2)
-    X[:, _C["in_chrome"]] = np.fromiter(chrome, bool, n)
+    X[:, _C["in_chrome"]] = chrome
     X[:, _C["interactive_x_bm25"]] = inter * bm25
     X[:, _C["interactive_x_kids"]] = inter * kids_bm25
     if i is not None:
@@ -483,13 +536,17 @@ def line_features(step: Step) -> np.ndarray:
     padded = f" {goal_n} "
     quotes = quoted_phrases(step.goal)
     own = normalise_lines(own_names)
-    named = np.zeros(n, bool)
-    # a plain substring first (a name, not empty: "" is in every text), then whole words
-    substring = map(operator.and_, map(bool, own), map(goal_n.__contains__, own))
-    maybe = list(compress(range(n), substring))
-    words_of = map(padded.__contains__, map(" {} ".format, map(own.__getitem__, maybe)))
-    for k in compress(maybe, words_of):
-        named[k] = in_goal(own[k], goal_n)
+    # each distinct name once: a plain substring first (a name, not empty: "" is in every
+    # text), then whole words
+    whole = set(own)
+    whole.discard("")
+    maybe = compress(whole, map(goal_n.__contains__, whole))
+    words_of = [w for w in maybe if f" {w} " in padded and in_goal(w, goal_n)]
+    named = (
+        np.fromiter(map(set(words_of).__contains__, own), bool, n)
+        if words_of
+        else np.zeros(n, bool)
+    )
     if quotes:
         quoted = np.fromiter(map(quotes.__contains__, own), bool, n)  # never "": not quoted
         X[:, _C["quoted"]] = quoted
@@ -519,11 +576,17 @@ def line_features(step: Step) -> np.ndarray:
     for k in np.flatnonzero(form).tolist():
         if _FILLED.search(texts[k]):
             X[k, _C["filled"]] = 1.0
-    off = switched_off(step.goal)
-    for k in np.flatnonzero(named | (hits > 0)).tolist():
-        x = texts[k]  # each _CHECKED state holds "rue"
-        if "rue" in x and _CHECKED.search(x) and own[k] not in off:
-            X[k, _C["done_choice"]] = 1.0
+    # each _CHECKED state holds "rue"
+    ticked = [
+        k
+        for k in np.flatnonzero(named | (hits > 0)).tolist()
+        if "rue" in texts[k] and _CHECKED.search(texts[k])
+    ]
+    if ticked:  # the names the goal wants off, read for a ticked line only
+        off = switched_off(step.goal)
+        for k in ticked:
+            if own[k] not in off:
+                X[k, _C["done_choice"]] = 1.0
     if not step.history:
         X[:, _C["first_step"]] = True
         X[:, _C["first_x_order"]] = order_x

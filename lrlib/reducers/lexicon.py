@@ -21,7 +21,9 @@ saturate, :mod:`.features`). Three granularities:
 from __future__ import annotations
 
 import functools
+import operator
 import re
+from itertools import compress
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset((
@@ -33,6 +35,7 @@ _STOP = frozenset((
     "click", "press", "enter", "type", "find", "navigate",
 ))  # fmt: skip
 _SUFFIX = re.compile(r"(?:ies|ings?|es|ed|s)$")
+_SUFFIX_ENDS = ("s", "ed", "ing", "\n")  # what every _SUFFIX match ends with ("$": or a newline)
 # "double", “curly” or 'single' quotes (a single quote only between non-letters: not it's)
 _QUOTE = re.compile(r'"([^"]{1,80})"|“([^”]{1,80})”|(?<![A-Za-z])\'([^\']{1,80})\'(?![A-Za-z])')
 _NOT_NAME = re.compile(r"[^\w#@$%&+./:-]+")
@@ -40,6 +43,7 @@ _NAME_BYTES = bytes(
     c if c == 10 or c > 127 or re.fullmatch(r"[\w#@$%&+./:-]", chr(c)) else 32 for c in range(256)
 ).translate(bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuvwxyz"))
 _SPACES = re.compile(rb"  +")
+_FLAT_NAME_BYTES = _NAME_BYTES[:10] + b" " + _NAME_BYTES[11:]  # a newline a separator
 # a name the goal wants off: {'Eclipse IDE': False}, "uncheck 'Eclipse IDE'"
 _OFF = re.compile(
     r"""(?:["'“]([^"'”]{1,80})["'”]\s*:\s*(?:false|no|off)\b)"""
@@ -64,6 +68,8 @@ def stem(word: str) -> str:
     >>> stem("selling"), stem("customers"), stem("categories"), stem("is")
     ('sell', 'customer', 'categor', 'is')
     """
+    if not word.endswith(_SUFFIX_ENDS):  # no suffix to cut: no regex to run
+        return word
     cut = _SUFFIX.sub("", word)
     return cut if len(cut) >= 3 else word
 
@@ -75,8 +81,28 @@ def goal_terms(text: str) -> list[str]:
     >>> goal_terms("Go to the hardware store and order 3 'iPad pro' (Silver)")
     ['hardware', 'store', 'order', '3', 'ipad', 'pro', 'silver']
     """
-    words = (stem(w) for w in _WORD.findall(text.lower()) if content(w))
-    return list(dict.fromkeys(words))
+    return list(dict.fromkeys(map(stem, content_words(text))))
+
+
+def terms_of_goal(text: str) -> tuple[set[str], list[str]]:
+    """:func:`terms` and :func:`goal_terms` of ``text``, from one scan of its words.
+
+    >>> cut, stems = terms_of_goal("Order 2 laptops")
+    >>> sorted(cut), stems
+    (['2', 'lapto', 'order'], ['order', '2', 'laptop'])
+    """
+    words = content_words(text)
+    return {w[:5] for w in words}, list(dict.fromkeys(map(stem, words)))
+
+
+def content_words(text: str) -> list[str]:
+    """The :func:`content` words of lower-cased ``text``, in order (repeats kept): what
+    :func:`goal_terms` and :func:`terms` are made of.
+
+    >>> content_words("Order the best-selling laptops, 2 of them")
+    ['order', 'best', 'selling', 'laptops', '2']
+    """
+    return list(filter(content, _WORD.findall(text.lower())))
 
 
 def term_matcher(terms: list[str]) -> re.Pattern[str] | None:
@@ -141,13 +167,61 @@ def term_finds(terms: list[str], text: str) -> list[tuple[int, str]]:
     return out
 
 
+_DIGIT_BYTES = frozenset(b"0123456789")
+_WORD_BYTES = frozenset(c for c in range(128) if _WORD_CHAR.match(chr(c)))
+
+
+def _word_before(data: bytes, p: int) -> bool:
+    """Whether the character ending at byte ``p`` of UTF-8 ``data`` is a word character."""
+    c = data[p - 1]
+    if c < 128:
+        return c in _WORD_BYTES
+    q = p - 1
+    while q > 0 and data[q] < 0xC0:  # a continuation byte: back to the character's lead byte
+        q -= 1
+    return _WORD_CHAR.match(data[q:p].decode("utf-8", "surrogatepass")) is not None
+
+
+def utf8_term_finds(terms: list[str], data: bytes) -> list[tuple[int, int]]:
+    """:func:`term_finds` in lower-cased text given as its UTF-8 ``data``: the matches as
+    (byte offset, rank of the term in ``terms``). The terms are ASCII words (as
+    :func:`goal_terms` gives them), so each is found where the text holds it.
+
+    >>> utf8_term_finds(["best", "3", "ca"], "bestsellers: 3 of 13, écart ca".encode())
+    [(0, 0), (13, 1), (29, 2)]
+    """
+    found = []
+    for rank, t in enumerate(terms):
+        b = t.encode()
+        digit, short, end = t.isdigit(), len(b) < 4, len(b)
+        p = data.find(b)
+        while p >= 0:
+            if digit:
+                after = data[p + end : p + end + 1]
+                ok = (p == 0 or data[p - 1] not in _DIGIT_BYTES) and not (
+                    after and after[0] in _DIGIT_BYTES
+                )
+            else:
+                ok = not short or p == 0 or not _word_before(data, p)
+            if ok:
+                found.append((p, rank, end))
+            p = data.find(b, p + 1)
+    found.sort()
+    out, free = [], 0
+    for p, rank, end in found:
+        if p >= free:
+            out.append((p, rank))
+            free = p + end
+    return out
+
+
 def terms(text: str) -> set[str]:
     """Content words of ``text`` (as :func:`goal_terms` keeps them), cut to five letters.
 
     >>> sorted(terms("Order the best-selling laptops, 2 of them"))
     ['2', 'best', 'lapto', 'order', 'selli']
     """
-    return {w[:5] for w in _WORD.findall(text.lower()) if content(w)}
+    return {w[:5] for w in content_words(text)}
 
 
 def normalise(text: str) -> str:
@@ -157,6 +231,8 @@ def normalise(text: str) -> str:
     >>> normalise("  Tab #2 ("), normalise("Choose the colour:")
     ('tab #2', 'choose the colour:')
     """
+    if text.isascii():  # by a byte table (as normalise_lines), newlines separators too
+        return _SPACES.sub(b" ", text.encode().translate(_FLAT_NAME_BYTES)).strip().decode()
     return " ".join(_NOT_NAME.sub(" ", text.casefold()).split())
 
 
@@ -174,7 +250,7 @@ def normalise_lines(texts: list[str]) -> list[str]:
     data = "\n".join(texts).encode("utf-8", "surrogatepass").translate(_NAME_BYTES)
     out = list(map(str.strip, _SPACES.sub(b" ", data).decode("utf-8", "surrogatepass").split("\n")))
     if not data.isascii():
-        for i in (i for i, t in enumerate(texts) if not t.isascii()):
+        for i in compress(range(len(texts)), map(operator.not_, map(str.isascii, texts))):
             out[i] = normalise(texts[i])
     return out
 
