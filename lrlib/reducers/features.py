@@ -451,9 +451,9 @@ def line_features(step: Step) -> np.ndarray:
     definitions, kept in ``tests/legacy_features.py``)."""
     tree = step.axtree
     n = len(tree)
-    X = np.zeros((n, len(FEATURES)))
     if n == 0:
-        return X
+        return np.zeros((0, len(FEATURES)))
+    Xt = np.zeros((len(FEATURES), n))  # one feature a row while filling: contiguous writes
     texts, bids, roles = tree.texts, tree.bids, tree.roles
     names = line_names(tree)
     joined = "\n" + "\n".join(names)  # a tree's lines hold no newline
@@ -476,8 +476,8 @@ def line_features(step: Step) -> np.ndarray:
     scores = scores_from_counts(  # of each line, and of each line with its kids
         np.stack([lengths, lengths + kid[:, 0]]), np.stack([tf, tf + kid[:, 1 : 1 + q]]), order
     )
-    X[:, _C["bm25_rel"]] = bm25 = _rel(scores[0])
-    X[:, _C["kids_bm25_rel"]] = kids_bm25 = _rel(scores[1])
+    Xt[_C["bm25_rel"]] = bm25 = _rel(scores[0])
+    Xt[_C["kids_bm25_rel"]] = kids_bm25 = _rel(scores[1])
     # hits, kids_hits, sub_hits, kids_sub_hits (side by side): distinct terms a line (its
     # kids) holds, at most two, halved; each block of columns closed by a column of zeros
     pad = np.zeros((n, 1), bool)
@@ -485,50 +485,51 @@ def line_features(step: Step) -> np.ndarray:
     present = np.concatenate((found, pad, kids_found, pad, sub, pad, kids_sub, pad), axis=1)
     edges = [0, g + 1, 2 * g + 2, 2 * g + sub.shape[1] + 3]
     distinct = np.add.reduceat(present, edges, axis=1, dtype=np.int64)
-    X[:, _C["hits"] : _C["hits"] + 4] = np.minimum(2, distinct) / 2
-    hits = X[:, _C["hits"]]
+    Xt[_C["hits"] : _C["hits"] + 4] = (np.minimum(2, distinct) / 2).T
+    hits = Xt[_C["hits"]]
     acted, last = history_bids(step.history)
     last_line = bids.index(last) + 1 if last and last in bids else None  # as tree.line_of
     n_children = np.bincount(parents[parents >= 0], minlength=n)
-    depth = np.asarray(tree.depths, float)
-    X[np.arange(n), gid] = 1.0  # role_* are the first columns, in group order
-    X[:, _C["has_bid"]] = has_bid
+    levels = np.asarray(tree.depths, np.int64)
+    depth = levels.astype(float)
+    Xt[gid, np.arange(n)] = 1.0  # role_* are the first columns, in group order
+    Xt[_C["has_bid"]] = has_bid
     inter = _INTERACTIVE[gid]
-    X[:, _C["interactive"]] = inter
-    X[:, _C["no_role"]] = role == 0
-    X[:, _C["depth"]] = depth / max(1.0, depth.max())
+    Xt[_C["interactive"]] = inter
+    Xt[_C["no_role"]] = role == 0
+    Xt[_C["depth"]] = depth / max(1.0, depth.max())
     own_names = _OWN_NAME.findall(joined)  # _NAME of each line, in one pass
     name_len = np.fromiter(map(len, own_names), np.int64, n)
-    X[:, _C["log_len"]] = np.log1p(name_len.astype(float))
-    X[:, _C["empty_name"]] = empty = name_len == 0
-    X[:, _C["has_url"]] = np.fromiter(map(operator.contains, texts, repeat("url='")), bool, n)
-    X[:, _C["log_children"]] = np.log1p(n_children)
-    X[:, _C["leaf"]] = n_children == 0
+    Xt[_C["log_len"]] = np.log1p(name_len.astype(float))
+    Xt[_C["empty_name"]] = empty = name_len == 0
+    Xt[_C["has_url"]] = np.fromiter(map(operator.contains, texts, repeat("url='")), bool, n)
+    Xt[_C["log_children"]] = np.log1p(n_children)
+    Xt[_C["leaf"]] = n_children == 0
     chars = np.fromiter(map(len, texts), np.int64, n)
     for i in compress(range(n), map(operator.contains, texts, repeat("focus"))):
         chars[i] = len(unfocused(texts[i]))
-    X[:, _C["log_cost"]] = _log1p_of(chars, _LOG_QUARTERS, 4)
+    Xt[_C["log_cost"]] = _log1p_of(chars, _LOG_QUARTERS, 4)
     state = dict.fromkeys(acted, 1)  # 2: the last one (among the acted)
     if last is not None:
         state[last] = 2
     acted_code = np.fromiter(map(state.get, bids, repeat(0)), np.int64, n)
-    X[:, _C["acted"]] = bid_acted = acted_code > 0
+    Xt[_C["acted"]] = bid_acted = acted_code > 0
     i = last_line - 1 if last_line is not None else None
-    chrome, hops = _ancestry(tree.parents, np.asarray(tree.depths, np.int64), gid == _CHROME, i)
+    chrome, hops = _ancestry(tree.parents, levels, gid == _CHROME, i)
     near_after = same_parent = None
     if i is not None:
         dist = np.arange(n) - i
-        X[:, _C["has_last"]] = 1.0
-        X[:, _C["near_after"]] = near_after = (dist > 0) & (dist <= NEAR)
-        X[:, _C["log_hops"]] = np.log1p(hops)
-        X[:, _C["same_parent"]] = same_parent = parents == parents[i]
+        Xt[_C["has_last"]] = 1.0
+        Xt[_C["near_after"]] = near_after = (dist > 0) & (dist <= NEAR)
+        Xt[_C["log_hops"]] = np.log1p(hops)
+        Xt[_C["same_parent"]] = same_parent = parents == parents[i]
     else:
-        X[:, _C["log_hops"]] = math.log1p(depth.max() * 2)
-    X[:, _C["in_chrome"]] = chrome
-    X[:, _C["interactive_x_bm25"]] = inter * bm25
-    X[:, _C["interactive_x_kids"]] = inter * kids_bm25
+        Xt[_C["log_hops"]] = math.log1p(depth.max() * 2)
+    Xt[_C["in_chrome"]] = chrome
+    Xt[_C["interactive_x_bm25"]] = inter * bm25
+    Xt[_C["interactive_x_kids"]] = inter * kids_bm25
     if i is not None:
-        X[:, _C["unnamed_x_near"]] = empty & has_bid & (same_parent | near_after)
+        Xt[_C["unnamed_x_near"]] = empty & has_bid & (same_parent | near_after)
     clickable = has_bid & inter
     form = gid == _FORM
     # whole names against the goal
@@ -549,33 +550,33 @@ def line_features(step: Step) -> np.ndarray:
     )
     if quotes:
         quoted = np.fromiter(map(quotes.__contains__, own), bool, n)  # never "": not quoted
-        X[:, _C["quoted"]] = quoted
+        Xt[_C["quoted"]] = quoted
     else:
         quoted = np.zeros(n, bool)
-    X[:, _C["name_in_goal"]] = named
+    Xt[_C["name_in_goal"]] = named
     # an unnamed element whose kids' text is a name the goal mentions
     carries = has_bid & _CARRIER[gid] & np.fromiter(map(operator.not_, own), bool, n)
     carries &= role != _LABEL_TEXT
     carries &= kids.sum(quoted | named)
-    X[:, _C["carrier"]] = carries
+    Xt[_C["carrier"]] = carries
     kinds = [any(map(padded.__contains__, pads)) for pads in _ROLE_PADS]
-    X[:, _C["role_in_goal"]] = np.array(kinds, bool)[gid]
+    Xt[_C["role_in_goal"]] = np.array(kinds, bool)[gid]
     # order: goal-mentioning text lines above a clickable one, interactive lines so far
     mentions = ~clickable & (distinct[:, 2] > 0)  # a line holding a goal term
     idx = np.arange(n)
     hit_at = np.maximum.accumulate(np.where(mentions, idx, -HIT_WINDOW - 1))
     gap = idx - hit_at
     near = clickable & (gap <= HIT_WINDOW) & (gap > 0)
-    X[near, _C["hit_before"]] = 1.0 / gap[near]
+    Xt[_C["hit_before"], near] = 1.0 / gap[near]
     seen = np.cumsum(clickable) - clickable
-    X[:, _C["inter_order"]] = order_x = _log1p_of(seen, _LOG_WHOLE, 1)
+    Xt[_C["inter_order"]] = order_x = _log1p_of(seen, _LOG_WHOLE, 1)
     # state
     untouched = form & has_bid & ~bid_acted
-    X[:, _C["field_pending"]] = clickable & ~form & ((np.cumsum(untouched) - untouched) > 0)
-    X[:, _C["last_el"]] = acted_code == 2
+    Xt[_C["field_pending"]] = clickable & ~form & ((np.cumsum(untouched) - untouched) > 0)
+    Xt[_C["last_el"]] = acted_code == 2
     for k in np.flatnonzero(form).tolist():
         if _FILLED.search(texts[k]):
-            X[k, _C["filled"]] = 1.0
+            Xt[_C["filled"], k] = 1.0
     # each _CHECKED state holds "rue"
     ticked = [
         k
@@ -586,11 +587,11 @@ def line_features(step: Step) -> np.ndarray:
         off = switched_off(step.goal)
         for k in ticked:
             if own[k] not in off:
-                X[k, _C["done_choice"]] = 1.0
+                Xt[_C["done_choice"], k] = 1.0
     if not step.history:
-        X[:, _C["first_step"]] = True
-        X[:, _C["first_x_order"]] = order_x
-    return X
+        Xt[_C["first_step"]] = True
+        Xt[_C["first_x_order"]] = order_x
+    return np.ascontiguousarray(Xt.T)
 
 
 def carriers(X: np.ndarray, p: np.ndarray, k: int) -> list[int]:
