@@ -81,6 +81,7 @@ _BYTE_SEPARATORS = bytes(
 )  # ASCII other than word characters to a space
 _SHORT = {chr(c).encode(): 1 for c in range(128) if re.fullmatch(r"\w", chr(c))}  # 1-char runs
 _STOP_BYTES = {w.encode(): 1 for w in STOPWORDS}
+_SHORT_AND_STOP = {**_SHORT, **_STOP_BYTES}
 
 
 def tokens(text: str) -> list[str]:
@@ -179,7 +180,7 @@ def token_kinds(words: Sequence[str]) -> dict[bytes, int]:
     >>> kind[b"the"], kind[b"x"], kind[b"cart"], kind.get(b"home", 0)
     (1, 1, 3, 0)
     """
-    return {**_SHORT, **_STOP_BYTES, **{w.encode(): 3 + k for k, w in enumerate(words)}}
+    return {**_SHORT_AND_STOP, **{w.encode(): 3 + k for k, w in enumerate(words)}}
 
 
 def counts_from_kinds(
