@@ -131,3 +131,64 @@ def test_goal_terms_inside_one_token_are_each_found():
     for goal in ("Order 1 cart", "the cart", "", "ordering carts"):
         step = Step(goal=goal, tree=tree, history=("click('2')",))
         assert np.array_equal(line_features(step), legacy.line_features(step))
+
+
+@st.composite
+def _pages(draw) -> tuple:
+    """Random ranked pages: probabilities, costs, a forest, form controls, companions,
+    carriers and the lines a guard would flag."""
+    n = draw(st.integers(1, 30))
+    p = np.array(
+        draw(st.lists(st.sampled_from([0.0, 0.01, 0.2, 0.5, 0.9]), min_size=n, max_size=n))
+    )
+    tokens = np.array(draw(st.lists(st.integers(1, 40), min_size=n, max_size=n)), float)
+    stubs = np.minimum(tokens, 3.0)
+    parents = [-1] + [draw(st.integers(-1, i - 1)) for i in range(1, n)]
+    whole = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    companions = [draw(st.lists(st.integers(0, n - 1), max_size=2)) for _ in range(n)]
+    first = draw(st.lists(st.integers(0, n - 1), max_size=2, unique=True))
+    flagged = set(draw(st.lists(st.integers(0, n - 1), max_size=n)))
+    knobs = (draw(st.sampled_from([0.0, 0.1, 0.3, 0.6, 1.0])), draw(st.sampled_from([0, 5, 30])),
+             draw(st.sampled_from([0.0, 0.05, 0.3])))  # fmt: skip
+    return p, tokens, stubs, parents, whole, companions, first, flagged, knobs
+
+
+@settings(max_examples=400, deadline=None)
+@given(_pages())
+def test_the_lazy_guard_keeps_what_banning_every_flagged_line_keeps(page):
+    """Reading only the lines that could be shown gives the cut of banning all flagged
+    lines first (``budget.guarded_lines``), whatever the page, the knobs and the flags."""
+    from lrlib.reducers.budget import guarded_lines, kept_lines, n_kept, rank_lines
+
+    p, tokens, stubs, parents, whole, companions, first, flagged, knobs = page
+
+    def rank(banned):
+        keep_first = [i for i in first if i not in banned]
+        return rank_lines(p, tokens, stubs, parents, whole, keep_first, banned, companions)
+
+    asked = []
+    eager = rank(sorted(flagged))
+    lazy = guarded_lines(rank, knobs, lambda i: asked.append(i) or i in flagged)
+    assert lazy == kept_lines(eager, n_kept(eager, *knobs))
+    assert len(asked) == len(set(asked))  # each line's text read at most once
+
+
+def test_the_lazy_guard_on_planted_attacks():
+    """Real trees with the injection benchmark's attacks planted: the learned reducer keeps
+    what it keeps when every suspect line of the page is banned first, at several budgets."""
+    from lrlib.core.suspect import suspect_lines
+    from lrlib.data.dataset import load_steps
+    from lrlib.eval.injection_sets import build_set
+    from lrlib.reducers import get_reducer
+    from lrlib.reducers.budget import kept_lines, n_kept
+
+    learned = get_reducer("learned")
+    attacked = [item.step for item in build_set(load_steps(), n=30)]
+    flagged = 0
+    for s in attacked:
+        full = learned.ranking(s)  # every suspect line banned up front
+        flagged += bool(suspect_lines(s))
+        for budget in (0.05, 0.24, 0.6):
+            k = n_kept(full, budget, learned.overhead, learned.floor)
+            assert learned.keep(s, budget=budget) == kept_lines(full, k), s.step_id
+    assert flagged >= len(attacked) // 2  # the attacks are what the guard flags

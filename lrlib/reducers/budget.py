@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import product
 
@@ -141,6 +141,37 @@ def n_kept(r: Ranking, budget: float, overhead: float = 0.0, floor: float = 0.0)
 def kept_lines(r: Ranking, k: int) -> list[int]:
     """The 1-based lines shown verbatim when the best ``k`` are taken."""
     return (np.flatnonzero(r.kept_at < k) + 1).tolist()
+
+
+def guarded_lines(
+    rank: Callable[[Sequence[int]], Ranking],
+    knobs: tuple[float, float, float],
+    suspect: Callable[[int], bool],
+) -> list[int]:
+    """The 1-based lines shown verbatim when every 0-based line that ``suspect`` flags is
+    banned (``rank``: the page's :func:`rank_lines` for a list of banned lines; ``knobs``:
+    :func:`n_kept`'s budget, overhead and floor), asking ``suspect`` only about lines that
+    could be shown. Banning a line moves it last, so the lines before the cut, and the
+    line at the cut that does not fit, are the same whatever else is banned: once none of
+    the lines they show verbatim is suspect, the cut is the one banning every suspect line
+    gives. Until then, the suspect ones are banned and the page ranked again.
+
+    >>> rank = lambda banned: rank_lines(np.array([0.9, 0.8, 0.1]), np.array([4.0, 4, 4]),
+    ...                                  np.array([1.0, 1, 1]), [-1, -1, -1], banned=banned)
+    >>> kept_lines(rank([]), n_kept(rank([]), 0.7)), guarded_lines(rank, (0.7, 0, 0), lambda i: i == 0)
+    ([1, 2], [2, 3])
+    """
+    banned: list[int] = []
+    read: set[int] = set()
+    while True:
+        r = rank(banned)
+        k = n_kept(r, *knobs)
+        new = [i for i in np.flatnonzero(r.kept_at <= k).tolist() if i not in read]
+        read.update(new)
+        bad = [i for i in new if suspect(i)]
+        if not bad:
+            return kept_lines(r, k)
+        banned = sorted({*banned, *bad})
 
 
 def page_costs(step: Step, encoding: str) -> tuple[np.ndarray, np.ndarray]:

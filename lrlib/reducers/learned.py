@@ -43,18 +43,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from lrlib.core.step import Step
-from lrlib.core.suspect import suspect_lines
+from lrlib.core.suspect import line_reasons, own_hosts, suspect_lines
 from lrlib.reducers.base import Output, Reducer
 from lrlib.reducers.budget import (
     Ranking,
     companion_lines,
+    guarded_lines,
     kept_lines,
     n_kept,
     page_costs,
@@ -218,25 +219,48 @@ class Learned(Reducer):
         """The probability of every line of ``step``."""
         return self.model.predict(cached_features(step))
 
-    def ranking(self, step: Step, p: np.ndarray | None = None) -> Ranking:
+    def ranking(
+        self, step: Step, p: np.ndarray | None = None, banned: Sequence[int] | None = None
+    ) -> Ranking:
         """``step``'s lines best first, with the cost of every prefix (``p``: precomputed
-        scores)."""
-        X = cached_features(step)
-        p = self.model.predict(X) if p is None else p
-        tokens, stubs = page_costs(step, self.encoding)
-        banned = [n - 1 for n in suspect_lines(step)] if self.guard else []
-        first = [i for i in carriers(X, p, self.rescue) if i not in banned]
-        parents = step.axtree.parents
-        companions = companion_lines(step) if self.context else None
-        return rank_lines(p, tokens, stubs, parents, whole_lines(step), first, banned, companions)
+        scores; ``banned``: the 0-based lines the guard drops, None for every line it flags
+        on the page, :func:`lrlib.core.suspect.suspect_lines`)."""
+        return self._ranker(step, p)(self._banned(step) if banned is None else banned)
 
     def keep(
         self, step: Step, p: np.ndarray | None = None, budget: float | None = None
     ) -> list[int]:
-        """The 1-based lines kept (``p``: precomputed scores; ``budget``: override the knob)."""
-        r = self.ranking(step, p)
-        k = n_kept(r, self.budget if budget is None else budget, self.overhead, self.floor)
-        return kept_lines(r, k)
+        """The 1-based lines kept (``p``: precomputed scores; ``budget``: override the knob).
+        The guard reads a line's text only when the line could be shown
+        (:func:`~lrlib.reducers.budget.guarded_lines`): the same lines as banning every
+        suspect line of the page first, at a fraction of the reading."""
+        rank = self._ranker(step, p)
+        knobs = (self.budget if budget is None else budget, self.overhead, self.floor)
+        if not self.guard:
+            r = rank([])
+            return kept_lines(r, n_kept(r, *knobs))
+        own, named = own_hosts(step)
+        texts = step.axtree.texts
+        return guarded_lines(rank, knobs, lambda i: bool(line_reasons(texts[i], own, named)))
+
+    def _banned(self, step: Step) -> list[int]:
+        return [n - 1 for n in suspect_lines(step)] if self.guard else []
+
+    def _ranker(self, step: Step, p: np.ndarray | None) -> Callable[[Sequence[int]], Ranking]:
+        """:func:`~lrlib.reducers.budget.rank_lines` of ``step`` for a set of banned lines
+        (what does not depend on them computed once)."""
+        X = cached_features(step)
+        p = self.model.predict(X) if p is None else p
+        tokens, stubs = page_costs(step, self.encoding)
+        carried = carriers(X, p, self.rescue)
+        parents, whole = step.axtree.parents, whole_lines(step)
+        companions = companion_lines(step) if self.context else None
+
+        def rank(banned: Sequence[int]) -> Ranking:
+            first = [i for i in carried if i not in banned]
+            return rank_lines(p, tokens, stubs, parents, whole, first, banned, companions)
+
+        return rank
 
     def select(self, step: Step) -> Output:
         lines = self.keep(step)
