@@ -39,7 +39,6 @@ from lrlib.reducers.features import (
 from lrlib.reducers.lexicon import (
     normalise,
     normalise_lines,
-    term_finds,
     term_matcher,
     utf8_term_finds,
 )
@@ -313,21 +312,6 @@ def test_term_matcher_finds_what_it_found(terms, text):
         low = text.lower()
         assert [m.span() for m in new.finditer(low)] == [m.span() for m in old.finditer(low)]
         assert re.compile(new.pattern) is not None
-
-
-@settings(max_examples=400, deadline=None)
-@given(
-    st.lists(st.sampled_from(["best", "pro", "3", "12", "1", "add", "aa", "aaaa", "x1", "be"]),
-             max_size=5, unique=True),
-    st.text(alphabet="abestpro1230x _-\néKİ", max_size=40),
-)  # fmt: skip
-def test_term_finds_are_the_matches_of_the_frozen_matcher(terms, text):
-    """Overlapping occurrences, a term inside another, digits next to digits, a short term
-    after an underscore or a letter other than ASCII: what ``finditer`` finds."""
-    low = text.lower()
-    old = legacy.term_matcher(terms)
-    expected = [(m.start(), m[0]) for m in old.finditer(low)] if old is not None else []
-    assert term_finds(terms, low) == expected
 
 
 @settings(max_examples=400, deadline=None)

@@ -131,40 +131,6 @@ def _matcher(terms: tuple[str, ...]) -> re.Pattern[str] | None:
 
 
 _WORD_CHAR = re.compile(r"\w")
-_DIGITS = frozenset("0123456789")
-
-
-def term_finds(terms: list[str], text: str) -> list[tuple[int, str]]:
-    """The matches of :func:`term_matcher` ``(terms)`` in ``text`` as (start, term), found by
-    ``str.find`` (a literal scan per term, where the regex tries its alternatives at nearly
-    every character): every occurrence that the branch's look-arounds allow, then, as
-    ``finditer`` does, the leftmost first, the earlier term first at one start, none
-    overlapping the one before.
-
-    >>> term_finds(["best", "3"], "bestsellers: 3 of 13")
-    [(0, 'best'), (13, '3')]
-    """
-    found = []
-    for rank, t in enumerate(terms):
-        digit, short, end = t.isdigit(), len(t) < 4, len(t)
-        p = text.find(t)
-        while p >= 0:
-            if digit:
-                ok = (p == 0 or text[p - 1] not in _DIGITS) and text[
-                    p + end : p + end + 1
-                ] not in _DIGITS
-            else:
-                ok = not short or p == 0 or _WORD_CHAR.match(text, p - 1) is None
-            if ok:
-                found.append((p, rank, t))
-            p = text.find(t, p + 1)
-    found.sort()
-    out, free = [], 0
-    for p, _, t in found:
-        if p >= free:
-            out.append((p, t))
-            free = p + len(t)
-    return out
 
 
 _DIGIT_BYTES = frozenset(b"0123456789")
@@ -183,9 +149,13 @@ def _word_before(data: bytes, p: int) -> bool:
 
 
 def utf8_term_finds(terms: list[str], data: bytes) -> list[tuple[int, int]]:
-    """:func:`term_finds` in lower-cased text given as its UTF-8 ``data``: the matches as
-    (byte offset, rank of the term in ``terms``). The terms are ASCII words (as
-    :func:`goal_terms` gives them), so each is found where the text holds it.
+    """The matches of :func:`term_matcher` ``(terms)`` in lower-cased text given as its
+    UTF-8 ``data``, as (byte offset, rank of the term in ``terms``), found by
+    ``bytes.find`` (a literal scan per term, where the regex tries its alternatives at
+    nearly every character): every occurrence that the branch's look-arounds allow, then,
+    as ``finditer`` does, the leftmost first, the earlier term first at one start, none
+    overlapping the one before. The terms are ASCII words (as :func:`goal_terms` gives
+    them), so each is found where the text holds it.
 
     >>> utf8_term_finds(["best", "3", "ca"], "bestsellers: 3 of 13, écart ca".encode())
     [(0, 0), (13, 1), (29, 2)]
