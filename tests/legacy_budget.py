@@ -91,35 +91,6 @@ def page_costs(step: Step, encoding: str) -> tuple[np.ndarray, np.ndarray]:
     )
 
 
-_LOWER = "abcdefghijklmnopqrstuvwxyz"
-_ZEROS = str.maketrans("123456789", "000000000")
-_SAME: dict[int, int] = {}
-
-
-def page_costs_by_shape(step: Step, encoding: str) -> tuple[np.ndarray, np.ndarray]:
-    """``page_costs`` as of commit 58e13d1: stubs counted whole, by shape (a bid's digits
-    as zeros)."""
-    from lrlib.core.tokens import line_token_counts
-    from lrlib.reducers.budget import digit_pieces
-
-    t = step.axtree
-    n = len(t)
-    lines = [unfocused(x) if "focus" in x else x for x in t.texts]
-    zeros = _ZEROS if digit_pieces(encoding) else _SAME
-    stubs = [
-        (
-            f"{x[:k]}[{b.translate(zeros) if b.isascii() and b.lstrip(_LOWER).isdigit() else b}]"
-            + (f" {r}" if r else "")
-        )
-        if b is not None
-        else x[:k] + (r if r is not None else x[k : k + 40])
-        for x, k, b, r in zip(t.texts, t.indents, t.bids, t.roles, strict=True)
-    ]
-    focused = [x for x in t.texts if "focus" in x]
-    counts = np.asarray(line_token_counts(lines + stubs + focused, encoding), float)
-    return counts[:n], counts[n : 2 * n]
-
-
 def searched_rows(step: Step) -> dict[int, list[int]]:
     """``searched_rows`` as of commit 58e13d1."""
     from lrlib.data.evidence import CONTEXT_MAX_CHARS, line_name

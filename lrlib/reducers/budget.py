@@ -16,14 +16,12 @@ probability ``floor``" with two binary searches, so a knob grid costs microsecon
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import product
 
 import numpy as np
 
-from lrlib.core.axtree import AxTree
 from lrlib.core.step import Step
 from lrlib.reducers.features import ROLE_OF, role_group, unfocused
 
@@ -177,8 +175,9 @@ def guarded_lines(
 def page_costs(step: Step, encoding: str) -> tuple[np.ndarray, np.ndarray]:
     """Tokens of every line of ``step``'s tree and of its ``[bid] role`` stub. A line is
     priced without the ``focused`` state the page sets (two tokens), so that focus cannot
-    change what fits. A stub is priced by its parts where the encoding allows it
-    (:func:`priced_stubs`); the others are counted whole.
+    change what fits. A stub is counted by its shape: a bid of lower-case letters then
+    digits (``12``, ``a51``) with each digit a zero, which has its tokens
+    (:func:`digit_pieces`), so that a page's stubs are a few dozen strings to count.
 
     >>> cost = lambda tree: page_costs(Step(goal="g", tree=tree), "o200k_base")[0].tolist()
     >>> cost("[1] button 'Go', focused") == cost("[1] button 'Go'")
@@ -190,27 +189,30 @@ def page_costs(step: Step, encoding: str) -> tuple[np.ndarray, np.ndarray]:
 
     t = step.axtree
     n = len(t)
-    prices = stub_prices(encoding)
-    stubs = priced_stubs(t, prices) if prices is not None else np.full(n, math.nan)
-    whole = np.flatnonzero(np.isnan(stubs)).tolist()  # the stubs no price covers
-    # one count for the lines and those stubs; only a line holding "focus" can hold the
-    # state (such a line is counted as it is too, after the rest: the memo of line counts
-    # then holds every line of the page, for its count, lrlib.core.tokens.count_lines)
-    focused = [i for i, x in enumerate(t.texts) if "focus" in x]
-    lines = list(t.texts)
-    for i in focused:
-        lines[i] = unfocused(lines[i])
-    counts = line_token_counts(
-        lines + [t.stub(i) for i in whole] + [t.texts[i] for i in focused], encoding
-    )
-    stubs[whole] = counts[n : n + len(whole)]
-    return np.asarray(counts[:n], float), stubs
+    # one count for the lines and the stubs; only a line holding "focus" can hold the state
+    # (such a line is counted as it is too, after the rest: the memo of line counts then
+    # holds every line of the page, for the page's count, lrlib.core.tokens.count_lines)
+    lines = [unfocused(x) if "focus" in x else x for x in t.texts]
+    zeros = _ZEROS if digit_pieces(encoding) else _SAME
+    stubs = [  # AxTree.stub of every line (its shape), in one loop
+        f"{x[:k]}[{b.translate(zeros) if b.isascii() and b.lstrip(_LOWER).isdigit() else b}]"
+        + (f" {r}" if r else "")
+        if b is not None
+        else x[:k] + (r if r is not None else x[k : k + 40])
+        for x, k, b, r in zip(t.texts, t.indents, t.bids, t.roles, strict=True)
+    ]
+    focused = [x for x in t.texts if "focus" in x]
+    counts = np.asarray(line_token_counts(lines + stubs + focused, encoding), float)
+    return counts[:n], counts[n : 2 * n]
 
 
 _LOWER = "abcdefghijklmnopqrstuvwxyz"
 _ZEROS = str.maketrans("123456789", "000000000")
+_SAME: dict[int, int] = {}
 # encodings whose pre-tokenizer cuts a run of digits into pieces of one to three digits, each
-# a pre-token of its own whatever surrounds it (see stub_prices)
+# a pre-token of its own whatever surrounds it: before it "[" (a piece of punctuation, with
+# the indentation's last space if a space) or "[" and the bid's letters ("[a": a piece of
+# letters), after it "]" (punctuation); so a stub's digits cost one token per three
 _DIGIT_PIECES = ("o200k_base", "cl100k_base")
 
 
@@ -229,148 +231,6 @@ def digit_pieces(encoding: str) -> bool:
         return False
     digits = ["".join(d) for k in (1, 2, 3) for d in product("0123456789", repeat=k)]
     return set(count_each(digits, encoding)) == {1}
-
-
-_MAX_TABS = 64  # deeper indentation: the stub is counted whole
-_TABS = ["\t" * k for k in range(_MAX_TABS + 1)]
-
-
-@dataclass(frozen=True)
-class StubPrices:
-    """The tokens of a stub's parts (:func:`stub_prices`). By number of tabs ``k`` (up to
-    :data:`_MAX_TABS`): ``indent[k]``, an indentation before ``[``; ``lead[k]``, ``k - 1``
-    tabs before a tab and a role. ``opens[L]``: ``[L`` for a bid's letters ``L`` (none,
-    one or two lower-case ones). By known role: ``tails``, ``" " + role + "\\n"`` and
-    the ``]`` before it (``]\\n`` for None); ``tabbed``, ``"\\t" + role + "\\n"``;
-    ``bare``, ``role + "\\n"`` (NaN for None: such a stub is counted whole)."""
-
-    indent: list[float]
-    lead: list[float]
-    opens: dict[str, int]
-    tails: dict[str | None, float]
-    tabbed: dict[str | None, float]
-    bare: dict[str | None, float]
-
-
-@functools.lru_cache(maxsize=8)
-def stub_prices(encoding: str) -> StubPrices | None:
-    """The tokens of a stub's parts when ``encoding`` cuts a stub into pre-tokens at their
-    seams (o200k and cl100k with :func:`digit_pieces`), else None (stubs counted whole).
-
-    A stub plus ``"\\n"`` is cut so, for indentation of ``k`` tabs, a bid of lower-case
-    ASCII letters ``L`` then ASCII digits ``D`` (not both empty), and any role. With a
-    bid: ``k - 1`` tabs (before a tab), a tab (before ``[``), ``[L`` (``[`` when no
-    letters), ``D`` in pieces of up to three digits (each one token), then ``]`` and
-    ``" " + role + "\\n"`` (a space before it), or ``]\\n`` (no role). Without one:
-    ``k - 1`` tabs (before a tab), then ``"\\t" + role + "\\n"`` (``role + "\\n"``
-    when ``k`` is 0). Each piece is a run of whole pre-tokens, the same ones alone, so a
-    stub costs the sum of its pieces' tokens. The pieces are counted here once: fixed
-    strings and the known roles (:data:`~lrlib.reducers.features.ROLE_OF`); the prices
-    are checked on stubs of every kind counted whole (any disagreement: None).
-
-    >>> p = stub_prices("o200k_base")
-    >>> p.indent[2], p.opens["a"], p.tails["button"], stub_prices("p50k_base")
-    (2.0, 1, 3.0, None)
-    """
-    from lrlib.core.tokens import count_each
-
-    if not digit_pieces(encoding):
-        return None
-    tabs = [0, *count_each(["\t" * m for m in range(1, _MAX_TABS + 1)], encoding)]
-    letters = ["", *_LOWER, *map("".join, product(_LOWER, repeat=2))]
-    roles = list(ROLE_OF)
-    found = count_each(
-        ["[" + x for x in letters]
-        + ["]", "]\n"]
-        + [f"{p}{r}\n" for p in (" ", "\t", "") for r in roles],
-        encoding,
-    )
-    close, close_newline = found[len(letters) : len(letters) + 2]
-    tails, tabbed, bare = (found[len(letters) + 2 + j * len(roles) :] for j in range(3))
-    prices = StubPrices(
-        indent=[float(tabs[k - 1] + tabs[1]) if k else 0.0 for k in range(_MAX_TABS + 1)],
-        lead=[float(tabs[max(k - 1, 0)]) for k in range(_MAX_TABS + 1)],
-        opens=dict(zip(letters, found, strict=False)),
-        tails={None: float(close_newline)}
-        | {r: float(close + c) for r, c in zip(roles, tails, strict=False)},
-        tabbed={None: math.nan} | {r: float(c) for r, c in zip(roles, tabbed, strict=False)},
-        bare={None: math.nan} | {r: float(c) for r, c in zip(roles, bare, strict=False)},
-    )
-    heads = ["[1]", "[a]", "[a1]", "[z1234567]", "[ab1]", "[abc1]", "[1000]", "[A1]", "[١]", "",
-             "[12] 'x'"]  # fmt: skip
-    ends = [" button", " StaticText", " LayoutTableCell", " x-y_1", " URL", "", " é", " Date"]
-    indents = ["", " ", "\t ", *("\t" * k for k in (1, 2, 3, 5, 27, _MAX_TABS, _MAX_TABS + 1))]
-    tree = "\n".join(
-        i + (h + r if h else r.strip() or "StaticText")
-        for i in indents
-        for h in heads
-        for r in ends
-    )
-    t = Step(goal="", tree=tree).axtree
-    priced = priced_stubs(t, prices).tolist()
-    exact = count_each([t.stub(i) + "\n" for i in range(len(t))], encoding)
-    return prices if all(a == b for a, b in zip(priced, exact, strict=True) if a == a) else None
-
-
-def priced_stubs(t: AxTree, prices: StubPrices) -> np.ndarray:
-    """The tokens of the ``[bid] role`` stub of every line of ``t``, plus a newline, by its
-    parts' ``prices`` (:func:`stub_prices`); NaN for a stub to count whole (a line with
-    neither bid nor role, an odd bid, an unknown role, spaces in the indentation).
-
-    >>> t = Step(goal="g", tree="[12] button 'Go'\\n\\t[x_1] link\\n\\tStaticText 'x'").axtree
-    >>> priced_stubs(t, stub_prices("o200k_base")).tolist()
-    [5.0, nan, 4.0]
-    """
-    bids, roles, indents = t.bids, t.roles, t.indents
-    # a bid's shape: its digits as zeros ("" for no bid: not read)
-    shapes = "\n".join([b or "" for b in bids]).translate(_ZEROS).split("\n")
-    if len(shapes) != len(bids):  # a bid holding a newline (not from parse)
-        shapes = [(b or "").translate(_ZEROS) for b in bids]
-    heads = {}
-    for s in dict.fromkeys(shapes):
-        letters = s.rstrip("0")  # a plain shape: letters then zeros (then in opens)
-        heads[s] = prices.opens.get(letters, math.nan) + (len(s) - len(letters) + 2) // 3
-    tables = prices.indent, prices.lead, prices.tails, prices.tabbed, prices.bare
-    try:
-        sums = _stub_sums(indents, bids, shapes, roles, heads, *tables)
-    except (KeyError, IndexError):  # an unknown role or deep indentation: NaN for those
-        indent, lead, tails, tabbed, bare = tables
-        deep = [math.nan] * (max(indents) + 1)
-        unknown = dict.fromkeys(roles, math.nan)
-        sums = _stub_sums(indents, bids, shapes, roles, heads, indent + deep[len(indent) :],
-                          lead + deep[len(lead) :], unknown | tails, unknown | tabbed,
-                          unknown | bare)  # fmt: skip
-    out = np.array(sums, float)
-    try:  # every indentation tabs only?
-        tabs_only = all(map(str.startswith, t.texts, map(_TABS.__getitem__, indents)))
-    except IndexError:  # deeper than _MAX_TABS (priced NaN already)
-        tabs_only = False
-    if not tabs_only:
-        spaced = [not x.startswith("\t" * k) for x, k in zip(t.texts, indents, strict=True)]
-        out[np.array(spaced, bool)] = math.nan
-    return out
-
-
-def _stub_sums(
-    indents: Sequence[int],
-    bids: Sequence[str | None],
-    shapes: Sequence[str],
-    roles: Sequence[str | None],
-    heads: dict[str, float],
-    indent: list[float],
-    lead: list[float],
-    tails: dict[str | None, float],
-    tabbed: dict[str | None, float],
-    bare: dict[str | None, float],
-) -> list[float]:
-    """Every line's stub priced by its parts (:func:`priced_stubs`); ``heads``: the tokens
-    of ``[`` and a bid of each shape."""
-    return [
-        indent[k] + heads[s] + tails[r]
-        if b is not None
-        else lead[k] + (tabbed[r] if k else bare[r])
-        for k, b, s, r in zip(indents, bids, shapes, roles, strict=True)
-    ]
 
 
 def whole_lines(step: Step) -> np.ndarray:
