@@ -17,9 +17,9 @@ import math
 import random
 import statistics
 
-from lrlib.agent.live import TASKS
-from lrlib.agent.mfs import build_mfs, ddmin
-from lrlib.agent.scripted import ScriptedPolicy
+from lrlab.agent.live import TASKS
+from lrlab.agent.mfs import build_mfs, ddmin
+from lrlab.agent.scripted import ScriptedPolicy
 from lrlib.data.dataset import load_steps
 from lrlib.paths import miniwob_path
 

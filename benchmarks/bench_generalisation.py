@@ -9,11 +9,11 @@ reduction with 95% intervals from a bootstrap over episodes (:mod:`lrlib.eval.in
 
 - ``cv-family``: leave one task family out over train+validation, nested: each family is
   measured with a model fitted and knobs chosen on the other families only (the learned
-  scorer's knobs on inner grouped folds of them, :func:`lrlib.eval.learned_cv.
+  scorer's knobs on inner grouped folds of them, :func:`lrlab.tuning.learned_cv.
   nested_cv`, its training rows including the MiniWoB train half as the shipped model's
   do; the program's by its tuner on them), so no knob saw the family it is measured on;
   untuned baselines: their figure on the same steps (the embedding baseline on validation
-  only: its vectors ship for validation and test, :mod:`lrlib.report.packs`);
+  only: its vectors ship for validation and test, :mod:`lrlab.report.packs`);
 - ``miniwob-train cv`` (learned only): the same nested CV's figure on the MiniWoB train
   half's task types, each held out in turn;
 - ``test``: the shipped model and knobs on the test split (whole held-out task families,
@@ -21,7 +21,7 @@ reduction with 95% intervals from a bootstrap over episodes (:mod:`lrlib.eval.in
 - ``workarena->webarena``: fitted (and knobs chosen) on WorkArena train+validation steps
   only, measured on every WebArena step (the embedding baseline: validation and test ones);
 - ``miniwob-check``: the shipped reducers on the MiniWoB check half (task types no choice
-  ever read; :func:`lrlib.data.crossval.miniwob_half`);
+  ever read; :func:`lrlab.tuning.crossval.miniwob_half`);
 - ``gap``: cv-family minus test (coverage, points), interval from independent bootstraps.
 
 Targets of the evidence issue (evidence coverage, information reading,
@@ -44,11 +44,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lrlib.data import dataset as data
-from lrlib.data.crossval import Fold, folds, miniwob_half
-from lrlib.eval.evaluation import evaluate
-from lrlib.eval.intervals import interval
-from lrlib.eval.learned_cv import (
+from lrlab.reducers.learned import load_model
+from lrlab.reducers.program import Program
+from lrlab.tuning.crossval import Fold, folds, miniwob_half
+from lrlab.tuning.learned_cv import (
     KNOB_KEYS,
     MIN_REDUCTION,
     nested_cv,
@@ -56,19 +55,20 @@ from lrlib.eval.learned_cv import (
     prepare,
     step_results,
 )
+from lrlab.tuning.program_tuning import TuningSet, cross_validate, tune
+from lrlib.data import dataset as data
+from lrlib.eval.evaluation import evaluate
+from lrlib.eval.intervals import interval
 from lrlib.eval.metrics import covers, covers_evidence
-from lrlib.eval.program_tuning import TuningSet, cross_validate, tune
 from lrlib.paths import miniwob_path
 from lrlib.reducers import get_reducer
-from lrlib.reducers.learned import load_model
-from lrlib.reducers.program import Program
 
 sys.path.insert(0, str(Path(__file__).parent))
 from train_learned import GRID  # noqa: E402  (the same knob grid)
 from tune_program import MIN_EVIDENCE  # noqa: E402  (the program's tuning constraint)
 
 BASELINES = ("bm25", "bm25:unit=chunks", "embedding")
-# baselines whose vectors ship only for validation+test (lrlib.report.packs): measured there only,
+# baselines whose vectors ship only for validation+test (lrlab.report.packs): measured there only,
 # so a fresh clone computes nothing (their cv-family row is validation alone)
 PACKED = {"embedding": ("validation", "test")}
 N_BOOT = 2000

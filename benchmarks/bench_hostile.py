@@ -182,9 +182,9 @@ def _echo_setup(size: int) -> tuple[str, str, int]:
     """(output, page, n_lines): a real tree with planted answers (tags, JSON, fake
     ``</think>``), and ``size`` characters of the model copying those lines as the compact
     view shows them, with a genuine answer first."""
+    from lrlab.injection import inject
     from lrlib.core.step import Step
     from lrlib.core.views import render
-    from lrlib.eval import inject
 
     base = json.loads(FIXTURES.read_text())[0]
     step = Step(goal=base["goal"], tree=base["tree"], step_id="bench")

@@ -23,12 +23,12 @@ from pathlib import Path
 
 from bench_core import tiled_tree
 
+from lrlab.reducers import learned as learned_module
+from lrlab.reducers.features import action_bids
 from lrlib.core import tokens
 from lrlib.core.step import Step
 from lrlib.data import dataset as data
 from lrlib.reducers import get_reducer
-from lrlib.reducers import learned as learned_module
-from lrlib.reducers.features import action_bids
 
 
 def cold_run(reducer, step: Step) -> tuple[float, float]:

@@ -4,16 +4,16 @@ Usage (needs the live extra and Debian's chromium; no model unless ``--policy ll
 
     .venv/bin/python benchmarks/bench_live.py [--seeds 5] [--jobs 2] [--policy scripted]
 
-Plays every reducer of ``--reducers`` on every task type of :data:`lrlib.agent.live.TASKS`
+Plays every reducer of ``--reducers`` on every task type of :data:`lrlab.agent.live.TASKS`
 and seeds ``0..N-1`` (resuming from ``<results dir>/live/<policy>``), then prints:
 
 - success per reducer with a 95% interval bootstrapped over task types, beside the
   reducer's offline coverage of the steps its own episodes played (the lines it kept there,
   against the policy's action on the full tree): episode target, evidence, first-MFS and
   every-MFS coverage, and how often success equals each (``agree_*``), all with 95%
-  intervals over task types (:mod:`lrlib.agent.live_report`);
+  intervals over task types (:mod:`lrlab.agent.live_report`);
 - lrlib's preprocessing overhead per step (flattened tree -> reduced text with its line
-  numbers, tokens counted: :class:`lrlib.agent.preprocess.ObsPreprocessor`), the policy's
+  numbers, tokens counted: :class:`lrlab.agent.preprocess.ObsPreprocessor`), the policy's
   and the browser's time: medians with 95% intervals over task types, and n;
 - the machine's load average, the chromium build and the policy's model.
 
@@ -30,8 +30,8 @@ import json
 import os
 from pathlib import Path
 
-from lrlib.agent.live import REDUCERS, TASKS, plan_episodes, run_live
-from lrlib.agent.live_report import episodes_frame, step_latencies, summarise
+from lrlab.agent.live import REDUCERS, TASKS, plan_episodes, run_live
+from lrlab.agent.live_report import episodes_frame, step_latencies, summarise
 from lrlib.eval.evaluation import markdown_table
 from lrlib.eval.intervals import bootstrap
 from lrlib.paths import results_dir

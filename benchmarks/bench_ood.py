@@ -7,7 +7,7 @@ vectors are not cached yet)
 The set (built by ``benchmarks/build_miniwob_ood.py``, described in ``data/README.md``) is
 small synthetic pages from MiniWoB++ in BrowserGym's AXTree format, each step's action
 verified by the task's own reward. Its task types fall in two fixed halves
-(:func:`lrlib.data.crossval.miniwob_half`, a hash of the name): the ``check`` half is a CHECK
+(:func:`lrlab.tuning.crossval.miniwob_half`, a hash of the name): the ``check`` half is a CHECK
 set no choice may read; the learned scorer trains on the ``train`` half's task types (as
 one more family each, beside the recorded ones), so its figure is the ``--half check`` one;
 the other reducers were tuned on neither half. For every registered offline reducer (:func:`lrlib.eval.evaluation.all_reducers`): target
@@ -33,9 +33,9 @@ TARGET_COVERAGE, TARGET_REDUCTION = 0.90, 0.60
 
 def load(path: Path = OOD, half: str = "all"):
     """The check set's steps (:class:`lrlib.core.step.Step`), in file order; ``half``: ``"all"``,
-    or only the task types of :func:`lrlib.data.crossval.miniwob_half`'s ``"train"``/``"check"``."""
+    or only the task types of :func:`lrlab.tuning.crossval.miniwob_half`'s ``"train"``/``"check"``."""
+    from lrlab.tuning.crossval import miniwob_half
     from lrlib.data import dataset as data
-    from lrlib.data.crossval import miniwob_half
 
     steps = data.load_steps(path=path)
     return steps if half == "all" else [s for s in steps if miniwob_half(s.family) == half]

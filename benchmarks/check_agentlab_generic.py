@@ -1,4 +1,4 @@
-"""Runs the AgentLab example of ``lrlib.agent.preprocess`` exactly as documented: the code
+"""Runs the AgentLab example of ``lrlab.agent.preprocess`` exactly as documented: the code
 block of its docstring is executed, and the ``ReducedGenericAgent`` it defines plays MiniWoB++
 episodes in Debian's chromium the way BrowserGym's loop drives an agent
 (``obs_preprocessor`` -> ``get_action`` -> ``env.step``), with AgentLab's own prompt and the
@@ -23,8 +23,8 @@ import time
 
 
 def documented_example() -> dict:
-    """Execute the code block of ``lrlib.agent.preprocess``'s docstring; its names."""
-    import lrlib.agent.preprocess as pre
+    """Execute the code block of ``lrlab.agent.preprocess``'s docstring; its names."""
+    import lrlab.agent.preprocess as pre
 
     block = pre.__doc__.split("::\n", 1)[1].split("\n(Written", 1)[0]
     code = "\n".join(line[4:] for line in block.splitlines())
@@ -37,7 +37,7 @@ def main(tasks: list[str], seeds: int) -> int:
     from agentlab.agents.generic_agent.agent_configs import FLAGS_8B
     from agentlab.llm.chat_api import SelfHostedModelArgs
 
-    from lrlib.agent.miniwob import MiniWoB
+    from lrlab.agent.miniwob import MiniWoB
     from lrlib.llm.server import MODEL_LABEL, shared_server
 
     print(f"check: starts the embedded model {MODEL_LABEL} (local CPU) for AgentLab's GenericAgent")

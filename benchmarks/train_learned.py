@@ -3,16 +3,16 @@
 Usage: ``python benchmarks/train_learned.py [--C 0.1] [--inner 4] [--dry-run]``
 
 Reads the ``train`` and ``validation`` splits of the recorded traces and the ``train`` half
-of the MiniWoB task types (:func:`lrlib.data.crossval.miniwob_half`); never the ``test``
+of the MiniWoB task types (:func:`lrlab.tuning.crossval.miniwob_half`); never the ``test``
 split or the MiniWoB ``check`` half. Steps:
 
-1. features (:mod:`lrlib.reducers.features`), labels (target lines) and token counts for
-   every step, once (:func:`lrlib.eval.learned_fit.prepare`);
+1. features (:mod:`lrlab.reducers.features`), labels (target lines) and token counts for
+   every step, once (:func:`lrlab.tuning.learned_fit.prepare`);
 2. the honest figure, nested grouped cross-validation (``learned_cv.nested_cv``): each
    task family (a recorded task, or a MiniWoB task type) is scored by a model fitted on the
    other families, with knobs (``budget``, ``overhead``, ``floor``: :data:`GRID`) chosen on
    inner grouped folds of those other families only: the best mean evidence coverage whose
-   median token reduction holds every benchmark's floor (:data:`lrlib.eval.learned_cv.
+   median token reduction holds every benchmark's floor (:data:`lrlab.tuning.learned_cv.
    MIN_REDUCTION`, the issue's targets) with the low end of its 95% interval, near-ties
    going to the setting with the most headroom above those floors;
 3. the shipped knobs, chosen by the same rule on leave-one-family-out scores of all the
@@ -20,7 +20,7 @@ split or the MiniWoB ``check`` half. Steps:
 4. the train-WorkArena / test-WebArena fold, nested the same way (model and knobs from
    WorkArena families only);
 5. the final model is fitted on all training steps and written, with its knobs,
-   cross-validation scores and provenance, to ``lrlib/reducers/learned_model.json``.
+   cross-validation scores and provenance, to ``lrlab/reducers/learned_model.json``.
 """
 
 from __future__ import annotations
@@ -34,11 +34,10 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from lrlib import runinfo
-from lrlib.data import dataset as data
-from lrlib.data.crossval import Fold, folds, miniwob_half
-from lrlib.eval.intervals import interval
-from lrlib.eval.learned_cv import (
+from lrlab.reducers.features import DEMOTE_ONLY, FEATURES
+from lrlab.reducers.learned import MODEL_FILE
+from lrlab.tuning.crossval import Fold, folds, miniwob_half
+from lrlab.tuning.learned_cv import (
     MIN_REDUCTION,
     TIE,
     choose_knobs,
@@ -48,9 +47,10 @@ from lrlib.eval.learned_cv import (
     prepare,
     step_results,
 )
+from lrlib import runinfo
+from lrlib.data import dataset as data
+from lrlib.eval.intervals import interval
 from lrlib.paths import miniwob_path
-from lrlib.reducers.features import DEMOTE_ONLY, FEATURES
-from lrlib.reducers.learned import MODEL_FILE
 
 LABELS = "targets"  # the positives of the shipped model (--labels; answer/evidence lost in CV)
 GRID: dict[str, tuple] = {  # the knobs chosen inside CV (every combination)
@@ -181,7 +181,7 @@ def main() -> int:
             seconds=round(seconds, 1),
         ),
         "cv": {
-            "scheme": "leave one task family out (lrlib.data.crossval, 'family'); MiniWoB "
+            "scheme": "leave one task family out (lrlab.tuning.crossval, 'family'); MiniWoB "
             "task types are families",
             "min_reduction": MIN_REDUCTION,
             "rule": "max mean evidence coverage (information reading, lrlib.data.evidence) "

@@ -6,12 +6,12 @@ Usage: ``python benchmarks/tune_program.py [--min-coverage 0.97] [--min-evidence
 Only the ``train`` and ``validation`` splits are read (never ``test``). The script
 
 1. cross-validates the *tuning procedure* by leaving one task family out
-   (:func:`lrlib.data.crossval.folds`, scheme ``family``): each family's steps are measured with
+   (:func:`lrlab.tuning.crossval.folds`, scheme ``family``): each family's steps are measured with
    knobs tuned on the other families; the pooled out-of-fold coverage and median reduction
    are what the knobs can be expected to do on a family they have not seen;
 2. tunes the final knobs on all train+validation steps.
 
-The result goes to ``lrlib/reducers/program_params.json`` (committed): the knobs, the
+The result goes to ``lrlab/reducers/program_params.json`` (committed): the knobs, the
 search settings, the dataset's fingerprint, lrlib version and git commit, the
 cross-validated measures per family and pooled, and the training fit (for reference only).
 """
@@ -26,11 +26,11 @@ from dataclasses import asdict
 
 import numpy as np
 
+from lrlab.reducers.program import PARAMS_FILE
+from lrlab.tuning.crossval import folds
+from lrlab.tuning.program_tuning import GRID, TuningSet, cross_validate, tune
 from lrlib import runinfo
 from lrlib.data import dataset as data
-from lrlib.data.crossval import folds
-from lrlib.eval.program_tuning import GRID, TuningSet, cross_validate, tune
-from lrlib.reducers.program import PARAMS_FILE
 
 MIN_EVIDENCE = 0.9  # evidence coverage (information reading) to keep on the training steps
 # as well: the evidence issue's target, a constraint like --min-coverage, not a tuned value
@@ -69,7 +69,7 @@ def main() -> int:
     has = ~np.isnan(hit)
     folds_ev = [r["evidence"] for r in per_fold if r["evidence"] == r["evidence"]]
     cv = {
-        "scheme": "leave one task family out (lrlib.data.crossval, 'family')",
+        "scheme": "leave one task family out (lrlab.tuning.crossval, 'family')",
         "coverage": round(float(hit[has].mean()), 4),
         "evidence_mean_over_families": round(float(np.mean(folds_ev)), 4),
         "median_reduction": round(float(np.median(red)), 4),

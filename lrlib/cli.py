@@ -1,6 +1,7 @@
 """``lrlib`` command line: one subcommand per job, each defined next to its code.
 
-Subcommands register themselves in :data:`COMMANDS` (name -> (module, help)); the module
+Subcommands are listed in :data:`COMMANDS` (name -> (module, help)), and plugins add
+theirs (:mod:`lrlib.plugins`, e.g. the research wing's ``inject``, ``live``); the module
 provides ``add_arguments(parser)`` and ``run(args) -> int``, and may provide
 ``plan(args) -> str``: one line, printed before the work starts, saying what the command
 will compute and roughly how long it takes.
@@ -27,30 +28,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "lrlib.data.import_command",
         "import BrowserGym/AgentLab experiment folders into a dataset",
     ),
-    "import-weblinx": (
-        "lrlib.data.weblinx_command",
-        "import WebLINX's BrowserGym release (CC BY-NC-SA 4.0) into a dataset",
-    ),
-    "serve": ("lrlib.llm.server", "serve the embedded local model (OpenAI-compatible, 127.0.0.1)"),
     "run": ("lrlib.report.run_command", "run LineRetriever over the dataset (cached, resumable)"),
-    "embeddings": (
-        "lrlib.report.packs",
-        "compute the notebooks' embeddings and write the vector pack",
-    ),
     "evaluate": ("lrlib.report.evaluate_command", "evaluate reducers offline on the dataset"),
-    "inject": ("lrlib.report.inject_command", "build and score the prompt-injection benchmark"),
     "figures": ("lrlib.report.figures", "execute every notebook headlessly and rewrite figures/"),
     "cache": (
         "lrlib.report.cache_command",
         "show the answer caches; --refresh (maintainers) rewrites the shipped one",
-    ),
-    "live": (
-        "lrlib.agent.live_command",
-        "MiniWoB++ episodes offline in chromium with a reducer in the loop (AgentLab layout)",
-    ),
-    "mfs": (
-        "lrlib.agent.mfs_command",
-        "minimal failure sets of recorded steps for a policy (ddmin; cached, resumable)",
     ),
 }
 
@@ -154,7 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     add_debug(parser, default=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     modules = {}
-    for name, (module, help_text) in sorted(COMMANDS.items()):
+    from lrlib.plugins import commands
+
+    for name, (module, help_text) in sorted({**COMMANDS, **commands()}.items()):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:

@@ -30,9 +30,10 @@ from functools import partial
 
 from IPython.display import HTML
 
+from lrlab.report import explore
 from lrlib.core.prompts import BUILTIN
 from lrlib.core.pruning import STRATEGIES
-from lrlib.report import explore, figures, replay
+from lrlib.report import figures, replay
 
 # %% tags=["parameters"]
 QUICK = figures.quick_mode()

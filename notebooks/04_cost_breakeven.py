@@ -27,10 +27,11 @@
 # %%
 from IPython.display import display
 
+from lrlab.report import tradeoffs
 from lrlib.core.prompts import PromptOptions
 from lrlib.data import dataset as data
 from lrlib.eval import costs
-from lrlib.report import ablations, figures, plots, replay, tradeoffs
+from lrlib.report import ablations, figures, plots, replay
 from lrlib.report.run import DEFAULT_CONFIG
 
 # %% tags=["parameters"]

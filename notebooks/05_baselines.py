@@ -33,11 +33,12 @@
 import pandas as pd
 from IPython.display import display
 
+from lrlab.report import forest, tradeoffs
+from lrlab.tuning import crossval, learned_cv
 from lrlib import paths
-from lrlib.data import crossval
 from lrlib.data import dataset as data
 from lrlib.eval import costs, evaluation, intervals
-from lrlib.report import ablations, figures, forest, plots, replay, tables, tradeoffs
+from lrlib.report import ablations, figures, plots, replay, tables
 
 # %% tags=["parameters"]
 QUICK = figures.quick_mode()
@@ -123,7 +124,7 @@ display(gap_table)
 # target on validation, 7 on test), so its intervals span most of the axis. The last table
 # is the **benchmark split**: every reducer on all WebArena steps, whatever their split
 # (a reducer tuned on `train` has seen the 18 WebArena train steps unless it was tuned with
-# `lrlib.data.crossval.folds(steps, "benchmark")`, which trains on WorkArena only).
+# `lrlab.tuning.crossval.folds(steps, "benchmark")`, which trains on WorkArena only).
 
 # %%
 by_bench = tables.interval_report(
@@ -174,7 +175,7 @@ tables.interval_report(
 # rows are its honest in-domain figures; `test` above is its one look at held-out families.
 
 # %%
-tables.learned_cv_report()
+learned_cv.learned_cv_report()
 
 # %% [markdown]
 # ## Paired comparisons against the reference reducer

@@ -6,13 +6,13 @@
 # retriever told to watch for attacks removes injected pop-ups almost entirely. This
 # notebook measures what every reducer in lrlib lets through on the recorded observations.
 #
-# `lrlib.eval.inject` plants attack subtrees in recorded trees, in the style of real banner and
+# `lrlab.injection.inject` plants attack subtrees in recorded trees, in the style of real banner and
 # pop-up injections: a `dialog` or `alert` telling the agent to drop its goal and go to
 # another site, a pop-up that repeats the goal to look relevant (`goal-hook`), fake
 # `<think>`/`<action>`/`<answer>` tags (`fake-tags`) and fake numbered lines
 # (`fake-lines`). Each attack goes in at one of five positions (first child of the page,
 # half-way down, at the bottom, right before the target, deep inside the content) with
-# fresh bids, so the recorded action still names the same element. `lrlib.report.injection_eval`
+# fresh bids, so the recorded action still names the same element. `lrlab.injection.injection_eval`
 # runs each reducer on the attacked and on the clean step and measures:
 #
 # * **survival**: the share of injected lines that reach the output (kept verbatim, or
@@ -25,10 +25,10 @@
 #
 # * **payload visibility**: the share of attacked steps whose reduced text still lets the
 #   acting model read the attack: any distinctive span of its payload (the address, the
-#   imperative sentence; `lrlib.eval.inject.SPANS`), whatever the reducer's format (whole
+#   imperative sentence; `lrlab.injection.inject.SPANS`), whatever the reducer's format (whole
 #   lines, chunks, partial lines), with 95% intervals bootstrapped over episodes.
 #
-# The source steps are pinned by id (`lrlib/eval/injection_steps.json`), not drawn from the
+# The source steps are pinned by id (`lrlab/injection/injection_steps.json`), not drawn from the
 # current validation split, so moving families between splits does not move the
 # benchmark: **core**, 15 steps (two attacks each) on which every reducer runs,
 # LineRetriever included (replayed from the shipped cache of the embedded model's answers);
@@ -40,11 +40,12 @@
 import pandas as pd
 from IPython.display import display
 
+from lrlab.injection import inject, injection_eval, injection_sets, sanitize_cost
+from lrlab.report import tradeoffs
 from lrlib.core import sanitize
 from lrlib.data import dataset as data
-from lrlib.eval import inject, injection_sets, sanitize_cost
 from lrlib.reducers import get_reducer
-from lrlib.report import figures, injection_eval, plots, replay, tables, tradeoffs
+from lrlib.report import figures, plots, replay, tables
 
 # %% tags=["parameters"]
 QUICK = figures.quick_mode()
@@ -177,14 +178,14 @@ injection_eval.breakdown(rows_r, "attack").round(2)
 # %% [markdown]
 # ## The guard, and attacks it was not written against
 #
-# The two tunable reducers never keep a line that `lrlib.core.suspect` flags: control
+# The two tunable reducers never keep a line that `lrlab.reducers.suspect` flags: control
 # markup (`<think>`, `<action>`, a `{"ranges"}` object), a fake numbered tree line, words
 # addressed to an AI ("AI assistant", "ignore all previous instructions", "your new
 # task"), or a web address of another site than the page's (in the text, or as a link's
 # `url=`). On the 446 recorded steps and 425 MiniWoB pages it flags no target and no
 # evidence line, so it costs no coverage there. Every attack above was in view when those
 # rules were written, so what they hide there is an in-sample figure. Four **held-out**
-# shapes (`lrlib.eval.inject.HELDOUT`) were written after the rules were fixed and never
+# shapes (`lrlab.injection.inject.HELDOUT`) were written after the rules were fixed and never
 # used to change them: a plain "session expiring" modal (no address, no markup, no word
 # for an AI: a blocklist cannot see it), a notice to "shopping bots" that names a foreign
 # address, a "note for the agent" with neither, and an obfuscated one (look-alike
@@ -212,7 +213,7 @@ guard_vis = pd.concat(
 )
 tables.save_table(
     guard_vis, "injection_guard",
-    "Payload visibility with and without the guard (lrlib.core.suspect), one attack per "
+    "Payload visibility with and without the guard (lrlab.reducers.suspect), one attack per "
     "step on the wide set; 95% CI by episode. Held-out shapes were written after the rules.",
 )  # fmt: skip
 guard_vis.pivot(index="reducer", columns="attacks", values="visible").round(2)

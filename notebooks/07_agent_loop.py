@@ -10,7 +10,7 @@
 # action. Each episode is recorded in AgentLab's layout with the browser build, the
 # reducer, the policy's model and the latencies split into reduction, policy and browser.
 #
-# Two policies (`lrlib.agent.policies`):
+# Two policies (`lrlab.agent.policies`):
 #
 # * **scripted**: hand-written rules that find the element the goal names *by its label*
 #   and stop when it is missing. It succeeds on every episode with the full observation,
@@ -26,8 +26,8 @@
 import pandas as pd
 from IPython.display import display
 
+from lrlab.agent import live, live_report
 from lrlib import paths
-from lrlib.agent import live, live_report
 from lrlib.data import dataset as data
 from lrlib.eval import intervals
 from lrlib.eval.evaluation import evaluate

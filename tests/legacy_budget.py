@@ -1,4 +1,4 @@
-"""Frozen copies of :mod:`lrlib.reducers.budget`'s ``rank_lines`` and ``page_costs`` as of
+"""Frozen copies of :mod:`lrlab.reducers.budget`'s ``rank_lines`` and ``page_costs`` as of
 commit 1daa0d0 (issue 24): ``tests/test_features_fast.py`` holds the faster ones to them;
 and of ``page_costs`` (stubs counted by shape) and ``searched_rows`` as of commit 58e13d1,
 for ``tests/test_learned_speed_identity.py``. Do not edit: they are the reference."""
@@ -9,9 +9,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from lrlab.reducers.budget import Ranking
+from lrlab.reducers.features import unfocused
 from lrlib.core.step import Step
-from lrlib.reducers.budget import Ranking
-from lrlib.reducers.features import unfocused
 
 
 def rank_lines(
@@ -93,8 +93,8 @@ def page_costs(step: Step, encoding: str) -> tuple[np.ndarray, np.ndarray]:
 
 def searched_rows(step: Step) -> dict[int, list[int]]:
     """``searched_rows`` as of commit 58e13d1."""
+    from lrlab.reducers.budget import PUNCT, SEARCHED_ROWS_MAX
     from lrlib.data.evidence import CONTEXT_MAX_CHARS, line_name
-    from lrlib.reducers.budget import PUNCT, SEARCHED_ROWS_MAX
 
     terms = {
         w

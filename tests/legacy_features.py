@@ -1,6 +1,6 @@
 """A frozen copy of the learned scorer's feature extraction and ranking as of commit
 200098a (per-line Python, ``bm25s`` for BM25), the reference the vectorised
-:mod:`lrlib.reducers.features` must reproduce (``tests/test_features_fast.py``). Do not edit:
+:mod:`lrlab.reducers.features` must reproduce (``tests/test_features_fast.py``). Do not edit:
 it is the old behaviour, kept verbatim (lexicon, features, bm25 and ``Learned.ranking``)."""
 
 # ruff: noqa
@@ -15,7 +15,7 @@ import numpy as np
 from lrlib.core.axtree import AxTree
 from lrlib.core.step import Step
 from lrlib.data.actions import parse_code
-from lrlib.reducers.chunking import query_of
+from lrlab.reducers.chunking import query_of
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset((
@@ -439,7 +439,7 @@ def carriers(X: np.ndarray, p: np.ndarray, k: int) -> list[int]:
     """The ``k`` likeliest (by ``p``) unnamed elements with a bid whose child text is a
     name the goal mentions (``carrier``: a clickable card, tree item or custom widget named
     by its child). The recorded pages hardly have such targets, so no model can weigh them
-    from them; :class:`~lrlib.reducers.learned.Learned` takes these lines first, a prior
+    from them; :class:`~lrlab.reducers.learned.Learned` takes these lines first, a prior
     for other sites (MiniWoB-style pages), not a fitted weight. 0-based.
 
     >>> X = np.zeros((3, len(FEATURES))); X[1:, FEATURES.index("carrier")] = 1
@@ -453,8 +453,8 @@ def carriers(X: np.ndarray, p: np.ndarray, k: int) -> list[int]:
 def ranking(reducer, step: Step, X: np.ndarray | None = None):
     """``Learned.ranking`` of commit 200098a, on these features (``X``: this module's
     :func:`line_features` of ``step``, when already computed)."""
-    from lrlib.core.suspect import suspect_lines
-    from lrlib.reducers.budget import companion_lines, page_costs, rank_lines, whole_lines
+    from lrlab.reducers.suspect import suspect_lines
+    from lrlab.reducers.budget import companion_lines, page_costs, rank_lines, whole_lines
 
     X = line_features(step) if X is None else X
     p = reducer.model.predict(X)
@@ -470,7 +470,7 @@ def keep(
     reducer, step: Step, budget: float | None = None, X: np.ndarray | None = None
 ) -> list[int]:
     """``Learned.keep`` of commit 200098a (``X``: as for :func:`ranking`)."""
-    from lrlib.reducers.budget import kept_lines, n_kept
+    from lrlab.reducers.budget import kept_lines, n_kept
 
     r = ranking(reducer, step, X)
     k = n_kept(r, reducer.budget if budget is None else budget, reducer.overhead, reducer.floor)

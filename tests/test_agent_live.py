@@ -14,7 +14,7 @@ import time
 import pandas as pd
 import pytest
 
-from lrlib.agent.miniwob import missing_packages
+from lrlab.agent.miniwob import missing_packages
 from lrlib.cli import main
 from lrlib.data.importer import import_traces
 from lrlib.data.traces import find_experiments, read_episode

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lrlib.agent.mfs import build_mfs, ddmin
-from lrlib.agent.policy import NOOP, Decision, Policy
-from lrlib.agent.scripted import ScriptedPolicy
+from lrlab.agent.mfs import build_mfs, ddmin
+from lrlab.agent.policy import NOOP, Decision, Policy
+from lrlab.agent.scripted import ScriptedPolicy
 from lrlib.cli import main
 from lrlib.core.step import Step
 from lrlib.data.dataset import load_steps
@@ -202,7 +202,7 @@ def test_own_coverage_sees_what_target_coverage_misses(state_steps):
     """Offline, on a real click-option Submit step: a view without the ticked radio keeps
     the target (target coverage says "covered") but the scripted policy stops on it, and
     MFS coverage (every set) says so; a stubbed radio (no label) is not enough either."""
-    from lrlib.agent.live_report import LiveStep, episode_coverage, own_coverage
+    from lrlab.agent.live_report import LiveStep, episode_coverage, own_coverage
 
     s = next(x for x in state_steps if x.family.endswith("click-option")
              and "Submit" in x.axtree.texts[x.target_lines[0] - 1])  # fmt: skip

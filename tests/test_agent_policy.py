@@ -14,17 +14,17 @@ from fake_openai import Script, serve
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lrlib.agent.policies import get_policy
-from lrlib.agent.policy import ACTION, NOOP, LLMPolicy, numbered, parse_decision
-from lrlib.agent.preprocess import ObsPreprocessor, line_numbers
-from lrlib.agent.scripted import ScriptedPolicy
+from lrlab.agent.policies import get_policy
+from lrlab.agent.policy import ACTION, NOOP, LLMPolicy, numbered, parse_decision
+from lrlab.agent.preprocess import ObsPreprocessor, line_numbers
+from lrlab.agent.scripted import ScriptedPolicy
 from lrlib.core.axtree import parse
 from lrlib.data.dataset import read_rows
 from lrlib.llm.cache import ResponseCache
 from lrlib.llm.client import LLMClient
 from lrlib.paths import miniwob_path
 
-# the task types whose goals the scripted policy reads (lrlib.agent.live.TASKS)
+# the task types whose goals the scripted policy reads (lrlab.agent.live.TASKS)
 SCRIPTED = {"click-button", "click-button-sequence", "click-checkboxes", "click-dialog",
             "click-dialog-2", "click-option", "click-tab", "click-test", "click-test-2",
             "enter-password", "enter-text", "login-user", "choose-list", "unicode-test",

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lrlab.tuning import crossval
 from lrlib.core.step import Step
-from lrlib.data import crossval
 from lrlib.data import dataset as data
 
 

@@ -16,12 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lrlab.injection.inject import inject
 from lrlib.core.echo import names_only
 from lrlib.core.ranges import AnswerParseError, parse_answer
 from lrlib.core.views import render
 from lrlib.core.windows import window_lines
 from lrlib.data import dataset as data
-from lrlib.eval.inject import inject
 
 VIEWS = ("full", "compact", "window", "names")
 MODES = ("tags", "json")

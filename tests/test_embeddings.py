@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lrlib.reducers.embeddings import (
+from lrlab.reducers.embeddings import (
     CachedEmbedder,
     Embedder,
     LocalE5,

@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from lrlab.scale import weblinx
 from lrlib.cli import main
-from lrlib.data import weblinx
 from lrlib.eval import metrics
 
 FIXTURE = Path(__file__).parent / "fixtures" / "weblinx_bg"

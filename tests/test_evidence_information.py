@@ -220,7 +220,7 @@ def test_context_lines_give_each_kind_its_evidence():
 def test_rank_lines_keeps_every_companion_of_a_kept_line(real_steps, data):
     import numpy as np
 
-    from lrlib.reducers.budget import companion_lines, kept_lines, page_costs, rank_lines
+    from lrlab.reducers.budget import companion_lines, kept_lines, page_costs, rank_lines
 
     step = data.draw(st.sampled_from(real_steps))
     n = len(step.axtree)
@@ -260,8 +260,8 @@ def test_coverage_figure_leads_with_evidence_curves_with_intervals(tmp_path, mon
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from lrlab.report import tradeoffs
     from lrlib.eval.evaluation import sweep
-    from lrlib.report import tradeoffs
 
     monkeypatch.setenv("LRLIB_FIGURES_DIR", str(tmp_path))
     steps = [
@@ -289,8 +289,8 @@ def test_coverage_figure_leads_with_evidence_curves_with_intervals(tmp_path, mon
 def test_program_tuning_measures_evidence_as_the_reducer_keeps_it(real_steps):
     import numpy as np
 
-    from lrlib.eval.program_tuning import TuningSet, objective
-    from lrlib.reducers.program import Knobs, Program
+    from lrlab.reducers.program import Knobs, Program
+    from lrlab.tuning.program_tuning import TuningSet, objective
 
     steps = real_steps[::9]
     knobs = Knobs.load()
@@ -344,8 +344,8 @@ def test_a_line_showing_the_searched_identifier_brings_its_records_row(real_step
     that shows the goal's identifier (the search box holding it, the cell) brings the
     matching row's cells: the answer the agent reports becomes readable with it (train and
     validation steps, where the rule was written; test steps are measured, not asserted)."""
+    from lrlab.reducers.budget import companion_lines, searched_rows
     from lrlib.data.evidence import alternatives
-    from lrlib.reducers.budget import companion_lines, searched_rows
 
     fired = 0
     for s in real_steps:
@@ -365,7 +365,7 @@ def test_a_line_showing_the_searched_identifier_brings_its_records_row(real_step
 
 
 def test_no_identifier_no_rows():
-    from lrlib.reducers.budget import searched_rows
+    from lrlab.reducers.budget import searched_rows
 
     tree = "[1] table ''\n\t[2] row ''\n\t\t[3] cell 'Adam'\n\t\t[4] cell '2065555555'"
     assert searched_rows(Step(goal="Find the customer named Adam", tree=tree)) == {}

@@ -19,16 +19,11 @@ from conftest import REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lrlib.core import tokens
-from lrlib.core.step import Step
-from lrlib.core.tokens import count_lines, count_tokens
-from lrlib.data import dataset as data
-from lrlib.reducers import bm25 as bm25_module
-from lrlib.reducers import get_reducer
-from lrlib.reducers import program as program_module
-from lrlib.reducers.bm25 import STOPWORDS, bm25_scores, token_lines
-from lrlib.reducers.budget import companion_lines, page_costs, rank_lines, whole_lines
-from lrlib.reducers.features import (
+from lrlab.reducers import bm25 as bm25_module
+from lrlab.reducers import program as program_module
+from lrlab.reducers.bm25 import STOPWORDS, bm25_scores, token_lines
+from lrlab.reducers.budget import companion_lines, page_costs, rank_lines, whole_lines
+from lrlab.reducers.features import (
     FEATURES,
     GROUPS,
     kid_pairs,
@@ -36,12 +31,17 @@ from lrlib.reducers.features import (
     line_features,
     line_names,
 )
-from lrlib.reducers.lexicon import (
+from lrlab.reducers.lexicon import (
     normalise,
     normalise_lines,
     term_matcher,
     utf8_term_finds,
 )
+from lrlib.core import tokens
+from lrlib.core.step import Step
+from lrlib.core.tokens import count_lines, count_tokens
+from lrlib.data import dataset as data
+from lrlib.reducers import get_reducer
 
 OOD = REPO / "data" / "miniwob_ood.jsonl.gz"
 
@@ -92,7 +92,7 @@ def test_learned_keeps_the_same_lines_on_every_real_step(all_steps, legacy_X):
 def test_bm25_gives_bm25s_numbers_bit_for_bit(all_steps):
     from bm25s.stopwords import STOPWORDS_EN
 
-    from lrlib.reducers.chunking import query_of
+    from lrlab.reducers.chunking import query_of
 
     assert tuple(STOPWORDS) == tuple(STOPWORDS_EN)
     for s in all_steps[::3]:
@@ -140,8 +140,8 @@ def _same_ranking(new, old) -> bool:
 
 
 def _rank_inputs(learned, s: Step):
-    from lrlib.core.suspect import suspect_lines
-    from lrlib.reducers.features import carriers
+    from lrlab.reducers.features import carriers
+    from lrlab.reducers.suspect import suspect_lines
 
     X = line_features(s)
     p = learned.model.predict(X)

@@ -301,7 +301,7 @@ def test_make_browser_reports_what_happened(tmp_path, provided):
 
 
 def test_inject_says_first_when_it_would_ask_the_model(capsys, monkeypatch):
-    from lrlib.report import inject_command
+    from lrlab.injection import inject_command
 
     parser = argparse.ArgumentParser()
     inject_command.add_arguments(parser)

@@ -1,4 +1,4 @@
-"""lrlib.eval.inject: attacked trees stay valid trees, targets stay put, survival is measured right,
+"""lrlab.injection.inject: attacked trees stay valid trees, targets stay put, survival is measured right,
 and an injected <answer> never becomes the selection."""
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lrlab.injection.inject import ATTACKS, EVIL_HOST, LEGACY, POSITIONS, inject
+from lrlab.injection.injection_eval import breakdown, score, score_cached, summarize
+from lrlab.injection.injection_sets import MARKS, build_set, plan
 from lrlib.core.pruning import prune
 from lrlib.core.ranges import AnswerParseError, parse_answer
 from lrlib.core.step import Step
 from lrlib.data.actions import action_bids
-from lrlib.eval.inject import ATTACKS, EVIL_HOST, LEGACY, POSITIONS, inject
-from lrlib.eval.injection_sets import MARKS, build_set, plan
 from lrlib.reducers import Output, Reducer, get_reducer
-from lrlib.report.injection_eval import breakdown, score, score_cached, summarize
 
 
 @pytest.fixture(scope="module")
@@ -259,7 +259,7 @@ def test_fake_line_numbers_are_not_an_answer(tagged):
 
 
 def test_marks_are_in_every_attack(steps):
-    from lrlib.eval.injection_sets import visible_spans
+    from lrlab.injection.injection_sets import visible_spans
 
     for attack in ATTACKS:
         text = "\n".join(inject(steps[0], [(attack, "top")]).step.axtree.texts[1:6])
@@ -394,8 +394,8 @@ def test_cli_scores_the_cached_steps_only(steps, tmp_path, monkeypatch, capsys):
 def test_visibility_counts_a_payload_tail_that_no_whole_line_carries(steps):
     """A reducer whose output holds only the tail of the focused button's name (a chunk
     boundary inside the line) keeps no attack line, yet the payload is readable."""
-    from lrlib.eval.inject import SPANS
-    from lrlib.eval.injection_sets import realistic_set, visible_spans
+    from lrlab.injection.inject import SPANS
+    from lrlab.injection.injection_sets import realistic_set, visible_spans
 
     item = next(it for it in realistic_set() if it.placements[0].attack == "modal-focus")
     p = item.placements[0]
@@ -418,8 +418,8 @@ def test_visibility_counts_a_payload_tail_that_no_whole_line_carries(steps):
 
 
 def test_realistic_attacks_sit_first_with_the_payload_in_a_focused_button(steps):
-    from lrlib.eval.inject import PAYLOAD_HOST, REALISTIC
-    from lrlib.eval.injection_sets import pinned_ids, realistic_set
+    from lrlab.injection.inject import PAYLOAD_HOST, REALISTIC
+    from lrlab.injection.injection_sets import pinned_ids, realistic_set
 
     items = realistic_set()
     assert [it.original.step_id for it in items] == sorted(pinned_ids("core"))
@@ -438,7 +438,7 @@ def test_realistic_attacks_sit_first_with_the_payload_in_a_focused_button(steps)
 def test_pinned_core_set_is_the_one_whose_answers_ship(monkeypatch):
     """The pinned ids rebuild the attacked trees the cache was made for: a LineRetriever
     replay of the core set needs no model, whatever the current splits are."""
-    from lrlib.eval.injection_sets import pinned_set
+    from lrlab.injection.injection_sets import pinned_set
     from lrlib.paths import REPO_DIR
     from lrlib.report import replay
 

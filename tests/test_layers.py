@@ -1,8 +1,9 @@
 """lrlib's layers: every import (top-level, in a function, or for type checking) goes to
 the same or an earlier layer, and no modules import each other in a circle.
 
-The order, earliest first (README, "Layout"): ``paths``/``runinfo`` < ``core`` < ``data``
-< ``llm`` < ``reducers`` < ``eval`` < ``report`` < ``cli``/``__main__``/``__init__``.
+The order, earliest first (README, "Layout"): ``paths``/``runinfo``/``plugins`` < ``core``
+< ``data`` < ``llm`` < ``reducers`` < ``eval`` < ``report`` < ``cli``/``__main__``/``__init__``.
+The research wing, ``lrlab``, sits beside lrlib: it may import lrlib, never the reverse.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import lrlab
 import lrlib
 
 ROOT = Path(lrlib.__file__).resolve().parent
-LAYERS = ["paths", "runinfo", "core", "data", "llm", "reducers", "eval", "report", "agent", "cli"]
+LAYERS = ["paths", "runinfo", "plugins", "core", "data", "llm", "reducers", "eval", "report", "cli"]
 TOP = {"lrlib", "lrlib.__main__", "lrlib.cli"}  # the package's front door: may import anything
 
 
@@ -106,6 +108,29 @@ def test_imports_follow_the_layer_order() -> None:
 def test_no_import_cycles() -> None:
     found = cycles(imports(modules()))
     assert not found, f"import cycles: {found}"
+
+
+def wing_imports(path: Path) -> list[str]:
+    """Every import of ``lrlab`` in ``path``'s code: statements anywhere, and module names
+    handed to importlib as string constants."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        names: list[str] = []
+        if isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "import_module":
+            names = [a.value for a in node.args if isinstance(a, ast.Constant)]
+        found += [f"{path.name}:{node.lineno} {n}" for n in names if str(n).split(".")[0] == "lrlab"]
+    return found
+
+
+def test_lrlib_never_imports_the_research_wing() -> None:
+    found = [hit for p in modules().values() for hit in wing_imports(p)]
+    assert not found, "lrlib imports lrlab:\n" + "\n".join(found)
+    wing = Path(lrlab.__file__).resolve().parent
+    assert sum(len(wing_imports(p)) for p in wing.rglob("*.py")) > 20  # the checker sees them
 
 
 def test_the_checker_sees_a_violation_and_a_cycle() -> None:

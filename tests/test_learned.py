@@ -12,11 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lrlib.core.step import Step
-from lrlib.data import dataset as data
-from lrlib.data.crossval import folds
-from lrlib.eval.inject import inject
-from lrlib.eval.learned_cv import (
+from lrlab.injection.inject import inject
+from lrlab.reducers.features import DEMOTE_ONLY, FEATURES, line_features, role_group, unfocused
+from lrlab.reducers.learned import MODEL_FILE, LineModel, load_model, n_kept, rank_lines
+from lrlab.reducers.program import line_features as program_features
+from lrlab.tuning.crossval import folds
+from lrlab.tuning.learned_cv import (
     KNOB_KEYS,
     TIE,
     choose_knobs,
@@ -27,10 +28,9 @@ from lrlib.eval.learned_cv import (
     prepare,
     step_results,
 )
+from lrlib.core.step import Step
+from lrlib.data import dataset as data
 from lrlib.reducers import get_reducer, list_reducers
-from lrlib.reducers.features import DEMOTE_ONLY, FEATURES, line_features, role_group, unfocused
-from lrlib.reducers.learned import MODEL_FILE, LineModel, load_model, n_kept, rank_lines
-from lrlib.reducers.program import line_features as program_features
 
 TUNED = ("learned", "program")
 

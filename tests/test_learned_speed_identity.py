@@ -1,5 +1,5 @@
 """The learned scorer's faster pricing and ranking give what the frozen copies give (issue 24):
-stubs counted by their shape (a bid's digits as zeros, :func:`~lrlib.reducers.budget.page_costs`)
+stubs counted by their shape (a bid's digits as zeros, :func:`~lrlab.reducers.budget.page_costs`)
 on odd bids, roles and indentation, the searched rows found only for goal terms on the page,
 BM25 summed over the scored terms only, and the guard read only where a line could be shown."""
 
@@ -11,10 +11,10 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lrlab.reducers.bm25 import bm25_scores
+from lrlab.reducers.budget import digit_pieces, page_costs, searched_rows
 from lrlib.core.step import Step
 from lrlib.core.tokens import count_each
-from lrlib.reducers.bm25 import bm25_scores
-from lrlib.reducers.budget import digit_pieces, page_costs, searched_rows
 
 _BIDS = st.one_of(
     st.integers(0, 10**9).map(str),
@@ -105,7 +105,7 @@ def test_bm25_over_the_scored_terms_only_is_bit_for_bit(docs, query):
 def test_goal_terms_inside_one_token_are_each_found():
     """A BM25 token holding runs of several goal terms (cut at ``_`` or at a character
     other than ASCII), of one term twice, or of a term and a stop word."""
-    from lrlib.reducers.features import line_features
+    from lrlab.reducers.features import line_features
 
     names = ["cart_order", "cartéorder x", "order_order", "the_cart", "ordering_1_cart", ""]
     tree = "\n".join(f"[{k}] link '{name}'" for k, name in enumerate(names))
@@ -139,7 +139,7 @@ def _pages(draw) -> tuple:
 def test_the_lazy_guard_keeps_what_banning_every_flagged_line_keeps(page):
     """Reading only the lines that could be shown gives the cut of banning all flagged
     lines first (``budget.guarded_lines``), whatever the page, the knobs and the flags."""
-    from lrlib.reducers.budget import guarded_lines, kept_lines, n_kept, rank_lines
+    from lrlab.reducers.budget import guarded_lines, kept_lines, n_kept, rank_lines
 
     p, tokens, stubs, parents, whole, companions, first, flagged, knobs = page
 
@@ -157,11 +157,11 @@ def test_the_lazy_guard_keeps_what_banning_every_flagged_line_keeps(page):
 def test_the_lazy_guard_on_planted_attacks():
     """Real trees with the injection benchmark's attacks planted: the learned reducer keeps
     what it keeps when every suspect line of the page is banned first, at several budgets."""
-    from lrlib.core.suspect import suspect_lines
+    from lrlab.injection.injection_sets import build_set
+    from lrlab.reducers.budget import kept_lines, n_kept
+    from lrlab.reducers.suspect import suspect_lines
     from lrlib.data.dataset import load_steps
-    from lrlib.eval.injection_sets import build_set
     from lrlib.reducers import get_reducer
-    from lrlib.reducers.budget import kept_lines, n_kept
 
     learned = get_reducer("learned")
     attacked = [item.step for item in build_set(load_steps(), n=30)]

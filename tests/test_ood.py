@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from lrlab.tuning import crossval
 from lrlib import paths
 from lrlib.core.step import Step
-from lrlib.data import crossval
 from lrlib.data import dataset as data
 from lrlib.eval.evaluation import evaluate
 

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from test_embeddings import Counting  # the toy embedder that records its calls
 
+from lrlab.reducers.embeddings import CachedEmbedder, LocalE5
+from lrlab.reducers.vectors import pack_path, read_pack
+from lrlab.report import packs
+from lrlab.report.packs import write_pack
 from lrlib.eval.evaluation import resolve
-from lrlib.reducers.embeddings import CachedEmbedder, LocalE5
-from lrlib.reducers.vectors import pack_path, read_pack
-from lrlib.report import packs, replay
-from lrlib.report.packs import write_pack
 
 TEXTS = ["[12] button 'Add to Cart'", "[13] link 'Privacy policy'", "a" * 40]
 
@@ -119,7 +119,7 @@ def test_shipped_pack_covers_every_step_the_notebooks_embed(tmp_path, monkeypatc
     reducer = resolve(["embedding"])["embedding"]
     assert reducer.embedder.pack == pack_path(reducer.embedder.model)
     assert reducer.embedder.pack.is_file(), "run `lrlib embeddings` to rebuild the pack"
-    assert all(replay.embeddings_cached(reducer, notebook_steps))
+    assert all(reducer.cached_steps(notebook_steps))
     keys, vectors, seconds = read_pack(reducer.embedder.pack, reducer.embedder.model)
     assert vectors.shape == (len(keys), 384) and (seconds > 0).all()
 
@@ -153,7 +153,7 @@ def test_shipped_vectors_match_the_model_and_rank_alike(tmp_path, monkeypatch, n
             score = a.get(chunk, b.get(chunk))
             assert score - min(other.values()) < tol, f"chunk {chunk} is not a boundary tie"
     assert len(a.keys() ^ b.keys()) <= 2
-    keys = sorted(set().union(*replay.embedding_keys(again, [step])))
+    keys = sorted(set().union(*again.vector_keys([step])))
     packed = {
         k: np.frombuffer(v, np.float32) for k, (v, _) in from_pack.embedder.stored(keys).items()
     }

@@ -15,12 +15,12 @@ import pytest
 from fake_openai import Script, serve
 from peer_import import peer, recorded_steps
 
+from lrlab.reducers.embedding import EmbeddingRetriever
+from lrlab.reducers.embeddings import normalise
 from lrlib.core.step import Step
 from lrlib.llm.cache import ResponseCache
 from lrlib.llm.client import LLMClient
 from lrlib.reducers import get_reducer
-from lrlib.reducers.embedding import EmbeddingRetriever
-from lrlib.reducers.embeddings import normalise
 from lrlib.reducers.lineretriever import LineRetriever
 
 # MiniWoB click-test as BrowserGym flattens it: the page, then its one button on line 2

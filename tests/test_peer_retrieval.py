@@ -14,10 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from peer_import import peer, recorded_steps
 
+from lrlab.reducers.bm25 import bm25_scores
+from lrlab.reducers.chunking import query_of, token_chunks
 from lrlib.core.axtree import parse
 from lrlib.reducers import get_reducer
-from lrlib.reducers.bm25 import bm25_scores
-from lrlib.reducers.chunking import query_of, token_chunks
 
 
 def check_chunks(tree, size: int, overlap: int, utils) -> int:

@@ -6,8 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from lrlab.report import tradeoffs
 from lrlib.eval import costs
-from lrlib.report import plots, tables, tradeoffs
+from lrlib.report import plots, tables
 
 
 @pytest.fixture
@@ -151,10 +152,10 @@ def test_metric_bars_titles_the_model(figs):
 
 
 def test_injection_survival_from_real_injection_rows(figs, real_trees):
+    from lrlab.injection.injection_eval import breakdown, score_cached, summarize
+    from lrlab.injection.injection_sets import build_set
     from lrlib.core.step import Step
     from lrlib.data.actions import action_bids
-    from lrlib.eval.injection_sets import build_set
-    from lrlib.report.injection_eval import breakdown, score_cached, summarize
 
     steps = [Step(goal=t["goal"], tree=t["tree"], target_bids=tuple(action_bids(t["action_raw"])),
                   step_id=k) for k, t in real_trees.items()]  # fmt: skip
@@ -191,8 +192,8 @@ def _split_frame():
 
 
 def test_forest_shows_every_interval_with_its_n_and_names_the_model(figs):
+    from lrlab.report import forest
     from lrlib.eval import intervals
-    from lrlib.report import forest
 
     f = _split_frame()
     summary = intervals.summary(f, by=["reducer", "split"])

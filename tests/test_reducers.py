@@ -10,19 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lrlib.core.axtree import parse
-from lrlib.core.step import Step
-from lrlib.core.tokens import count_tokens, get_encoding
-from lrlib.data.actions import action_bids
-from lrlib.eval.evaluation import DEFAULT_REDUCERS
-from lrlib.eval.metrics import covers
-from lrlib.eval.program_tuning import TuningSet, tune
-from lrlib.reducers import get_reducer, list_reducers
-from lrlib.reducers.bm25 import bm25_scores
-from lrlib.reducers.chunking import line_chunks, query_of, token_chunks
-from lrlib.reducers.embedding import EmbeddingRetriever
-from lrlib.reducers.embeddings import normalise
-from lrlib.reducers.program import (
+from lrlab.reducers.bm25 import bm25_scores
+from lrlab.reducers.chunking import line_chunks, query_of, token_chunks
+from lrlab.reducers.embedding import EmbeddingRetriever
+from lrlab.reducers.embeddings import normalise
+from lrlab.reducers.program import (
     PARAMS_FILE,
     Knobs,
     Program,
@@ -30,6 +22,14 @@ from lrlib.reducers.program import (
     keep_lines,
     line_features,
 )
+from lrlab.tuning.program_tuning import TuningSet, tune
+from lrlib.core.axtree import parse
+from lrlib.core.step import Step
+from lrlib.core.tokens import count_tokens, get_encoding
+from lrlib.data.actions import action_bids
+from lrlib.eval.evaluation import DEFAULT_REDUCERS
+from lrlib.eval.metrics import covers
+from lrlib.reducers import get_reducer, list_reducers
 from lrlib.reducers.truncation import DELETED_NOTE, AgentLabTruncate
 
 
@@ -274,7 +274,7 @@ def test_embedding_with_the_offline_e5_model_finds_the_target(real_trees, tmp_pa
     t = real_trees["workarena_ipad"]
     lines = parse(t["tree"]).texts[100:170]  # the order form around the target (fast)
     step = Step(goal=t["goal"], tree="\n".join(lines), target_bids=("a225",))
-    from lrlib.reducers.embeddings import CachedEmbedder, LocalE5
+    from lrlab.reducers.embeddings import CachedEmbedder, LocalE5
 
     emb = CachedEmbedder(LocalE5(), path=tmp_path / "e5.sqlite")
     r = EmbeddingRetriever(embedder=emb, top_k=3).reduce(step)
@@ -374,7 +374,7 @@ def test_program_rejects_unknown_knobs():
 
 
 def test_goal_terms_match_inside_words():
-    from lrlib.reducers.program import term_matcher
+    from lrlab.reducers.program import term_matcher
 
     m = term_matcher(goal_terms("Top best-selling product for customers in 2022"))
     assert m.search("bestsellers report") and m.search("all customer groups")

@@ -1,4 +1,4 @@
-"""lrlib.report.replay, lrlib.report.explore and the figures runner: offline replay skips and counts, a live
+"""lrlib.report.replay, lrlab.report.explore and the figures runner: offline replay skips and counts, a live
 endpoint fills the cache, the explorer labels fallbacks, notebooks execute in order."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ import re
 import nbformat
 import pytest
 
+from lrlab.report import explore
 from lrlib.core.step import Step
-from lrlib.report import ablations, explore, figures, replay
+from lrlib.report import ablations, figures, replay
 
 
 @pytest.fixture
@@ -146,8 +147,8 @@ def test_figures_runner_executes_in_order_and_writes_executed_pairs(tmp_path):
 def test_embedding_baseline_replays_cached_vectors_only(steps, empty_cache, tmp_path):
     import numpy as np
 
+    from lrlab.reducers.embeddings import CachedEmbedder, normalise
     from lrlib.reducers import get_reducer
-    from lrlib.reducers.embeddings import CachedEmbedder, normalise
 
     class Letters:  # a toy embedder: counts of a few letters
         model = "letters"
@@ -156,9 +157,9 @@ def test_embedding_baseline_replays_cached_vectors_only(steps, empty_cache, tmp_
             return normalise(np.array([[t.count(c) + 1e-3 for c in "aeiou"] for t in texts]))
 
     reducer = get_reducer("embedding", embedder=CachedEmbedder(Letters(), tmp_path / "v.sqlite"))
-    assert replay.embeddings_cached(reducer, steps) == [False] * 3  # no file yet
+    assert reducer.cached_steps(steps) == [False] * 3  # no file yet
     reducer.reduce(steps[1])  # computes and stores this step's vectors
-    assert replay.embeddings_cached(reducer, steps) == [False, True, False]
+    assert reducer.cached_steps(steps) == [False, True, False]
     assert replay.ready_steps(reducer, steps) == [steps[1]]
     assert replay.ready_steps(get_reducer("bm25"), steps) == steps  # nothing to cache
     # the default e5 embedder with an empty cache: every step skipped, counted, no compute

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lrlab.injection.inject import LEGACY, REALISTIC, inject
+from lrlab.injection.injection_sets import pinned_set, realistic_set
 from lrlib.core.ranges import AnswerParseError, parse_answer
 from lrlib.core.sanitize import neutralise, sanitize_reduction, sanitize_step, sanitize_tree
 from lrlib.data import dataset as data
-from lrlib.eval.inject import LEGACY, REALISTIC, inject
-from lrlib.eval.injection_sets import pinned_set, realistic_set
 from lrlib.reducers import get_reducer
 
 CONTROL = re.compile(r"<\s*/?\s*(think|answer|action)\s*>|\"ranges\"", re.IGNORECASE)

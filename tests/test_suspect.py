@@ -1,4 +1,4 @@
-"""lrlib.core.suspect and the guard of the tunable reducers: what is flagged on hand-made
+"""lrlab.reducers.suspect and the guard of the tunable reducers: what is flagged on hand-made
 lines, that no recorded target or evidence line is, that a guarded reducer never keeps a
 flagged line, and what the guard does and cannot do against attacks."""
 
@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lrlab.injection.inject import HELDOUT, LEGACY, REALISTIC, inject
+from lrlab.injection.injection_sets import visible_spans
+from lrlab.reducers.suspect import counts, foreign, hosts, line_reasons, own_hosts, suspect_lines
 from lrlib.core.step import Step
-from lrlib.core.suspect import counts, foreign, hosts, line_reasons, own_hosts, suspect_lines
 from lrlib.data import dataset as data
-from lrlib.eval.inject import HELDOUT, LEGACY, REALISTIC, inject
-from lrlib.eval.injection_sets import visible_spans
 from lrlib.paths import miniwob_path
 from lrlib.reducers import get_reducer
 

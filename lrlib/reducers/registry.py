@@ -1,7 +1,8 @@
 """The registry of named reducers: :func:`register_reducer` (a decorator), and
 :func:`get_reducer` / :func:`list_reducers`, which first import every module of the
 ``lrlib/reducers/`` folder (so a reducer file registers itself by being there: no list to
-edit) and check a reducer's options against its constructor.
+edit) and those plugins declare (:mod:`lrlib.plugins`), and check a reducer's options
+against its constructor.
 
 >>> "full" in list_reducers()
 True
@@ -23,13 +24,17 @@ _loaded = False
 
 
 def _load_builtins() -> None:
-    """Import every module in the reducers folder once (each registers its reducers)."""
+    """Import every module in the reducers folder once (each registers its reducers), then
+    the reducer modules of installed plugins (:mod:`lrlib.plugins`)."""
     global _loaded
     if _loaded:
         return
     _loaded = True
     for info in pkgutil.iter_modules([str(Path(__file__).parent)]):
         importlib.import_module(f"{PACKAGE}.{info.name}")
+    from lrlib.plugins import load_reducers
+
+    load_reducers()
 
 
 _REGISTRY: dict[str, Callable[..., Reducer]] = {}

@@ -16,8 +16,7 @@ import hashlib
 import random
 
 from lrlib.core.step import Step
-from lrlib.reducers.base import Output, Reducer
-from lrlib.reducers.chunking import lines_output
+from lrlib.reducers.base import Output, Reducer, lines_output
 from lrlib.reducers.registry import register_reducer
 
 

@@ -188,35 +188,6 @@ def safe_reduce(reducer: Reducer, step: Step) -> Reduction:
         )
 
 
-def embedding_keys(reducer: Reducer, steps: Sequence[Step]) -> list[set[str]]:
-    """For an embedding reducer: the cache keys of each step's vectors (its query and every
-    chunk); empty sets for reducers that embed nothing."""
-    from lrlib.reducers.chunking import chunks_of, query_of
-    from lrlib.reducers.embeddings import CachedEmbedder
-
-    embedder = getattr(reducer, "embedder", None)
-    if not isinstance(embedder, CachedEmbedder):
-        return [set() for _ in steps]
-    out = []
-    for step in steps:
-        chunks = chunks_of(step.axtree, reducer.unit, reducer.size, reducer.overlap,  # type: ignore[attr-defined]
-                           reducer.encoding)  # fmt: skip
-        keys = {embedder.key(query_of(step) or " ", "query")}
-        out.append(keys | {embedder.key(c.text, "passage") for c in chunks})
-    return out
-
-
-def embeddings_cached(reducer: Reducer, steps: Sequence[Step]) -> list[bool]:
-    """For an embedding reducer: whether the vectors of each step are all in the reducer's
-    cache (seeded from the shipped pack), read without computing anything. Other reducers
-    need nothing cached: all True."""
-    wanted = embedding_keys(reducer, steps)
-    if not any(wanted):
-        return [True] * len(steps)
-    found = reducer.embedder.cached(set().union(*wanted))  # type: ignore[attr-defined]
-    return [keys <= found for keys in wanted]
-
-
 def ready_steps(reducer: Reducer, steps: Sequence[Step]) -> list[Step]:
     """The steps ``reducer`` can reduce without running a model: everything for plain
     reducers; cached answers for LineRetriever; cached vectors for embedding retrieval.
@@ -225,7 +196,7 @@ def ready_steps(reducer: Reducer, steps: Sequence[Step]) -> list[Step]:
         return list(steps)
     if getattr(reducer, "client", None) is not None:
         return [s for s in steps if has_answers(reducer, s)]
-    return [s for s, ok in zip(steps, embeddings_cached(reducer, steps), strict=True) if ok]
+    return [s for s, ok in zip(steps, reducer.cached_steps(steps), strict=True) if ok]
 
 
 def evaluate_cached(

@@ -1,0 +1,31 @@
+"""What the research wing adds to lrlib, declared for :mod:`lrlib.plugins` (entry point
+``lrlib.plugins: lab`` in pyproject.toml): its reducers, its subcommands and the embedded
+local model.
+
+>>> "learned" in {m.rsplit(".", 1)[1] for m in REDUCER_MODULES}
+True
+"""
+
+REDUCER_MODULES = tuple(
+    f"lrlab.reducers.{name}" for name in ("bm25", "embedding", "learned", "program")
+)
+COMMANDS = {
+    "import-weblinx": (
+        "lrlab.scale.weblinx_command",
+        "import WebLINX's BrowserGym release (CC BY-NC-SA 4.0) into a dataset",
+    ),
+    "serve": ("lrlib.llm.server", "serve the embedded local model (OpenAI-compatible, 127.0.0.1)"),
+    "embeddings": (
+        "lrlab.report.packs",
+        "compute the notebooks' embeddings and write the vector pack",
+    ),
+    "inject": ("lrlab.injection.inject_command", "build and score the prompt-injection benchmark"),
+    "live": (
+        "lrlab.agent.live_command",
+        "MiniWoB++ episodes offline in chromium with a reducer in the loop (AgentLab layout)",
+    ),
+    "mfs": (
+        "lrlab.agent.mfs_command",
+        "minimal failure sets of recorded steps for a policy (ddmin; cached, resumable)",
+    ),
+}

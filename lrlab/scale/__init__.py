@@ -1,0 +1,1 @@
+"""Importers beyond AgentLab's: WebLINX-BG (`lrlib import-weblinx`)."""

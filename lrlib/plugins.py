@@ -1,0 +1,67 @@
+"""Extensions that live outside lrlib: packages that declare an entry point in the
+``lrlib.plugins`` group (this repository's research wing, :mod:`lrlab`, is one; yours can
+be another). lrlib never imports them by name: it reads what they declare, on first use.
+
+A plugin is a module with any of
+
+- ``REDUCER_MODULES``: modules to import, each registering reducers with
+  :func:`lrlib.register_reducer`;
+- ``COMMANDS``: ``{name: (module, one-line help)}``, ``lrlib`` subcommands, each module
+  providing ``add_arguments(parser)`` and ``run(args)`` (and optionally ``plan(args)``);
+- ``LOCAL_SERVER``: ``"module:function"``, a function returning the embedded
+  OpenAI-compatible server an :class:`~lrlib.llm.client.LLMClient` without an endpoint uses.
+
+Declare it in your ``pyproject.toml``::
+
+    [project.entry-points."lrlib.plugins"]
+    mine = "my_package.lrlib_plugin"
+
+>>> isinstance(commands(), dict)
+True
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import cache
+from importlib.metadata import entry_points
+from types import ModuleType
+from typing import Any
+
+GROUP = "lrlib.plugins"
+
+
+@cache
+def plugins() -> tuple[ModuleType, ...]:
+    """The plugin modules, loaded once (in entry-point name order)."""
+    found = sorted(entry_points(group=GROUP), key=lambda ep: ep.name)
+    return tuple(ep.load() for ep in found)
+
+
+def load_reducers() -> None:
+    """Import every plugin's reducer modules (each registers its reducers)."""
+    for plugin in plugins():
+        for module in getattr(plugin, "REDUCER_MODULES", ()):
+            importlib.import_module(module)
+
+
+def commands() -> dict[str, tuple[str, str]]:
+    """The subcommands plugins add: ``{name: (module, help)}``."""
+    out: dict[str, tuple[str, str]] = {}
+    for plugin in plugins():
+        out.update(getattr(plugin, "COMMANDS", {}))
+    return out
+
+
+def local_server() -> Any:
+    """The embedded server a plugin provides (started on first call), or a one-line error
+    when no installed plugin provides one."""
+    for plugin in plugins():
+        spec = getattr(plugin, "LOCAL_SERVER", None)
+        if spec:
+            module, _, name = spec.partition(":")
+            return getattr(importlib.import_module(module), name)()
+    raise LookupError(
+        "no endpoint and no embedded model: set base_url (or OPENAI_BASE_URL / "
+        "OPENAI_API_KEY), or install lrlib with its research wing (lrlab) for the local model"
+    )
