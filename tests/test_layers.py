@@ -1,7 +1,7 @@
 """lrlib's layers: every import (top-level, in a function, or for type checking) goes to
 the same or an earlier layer, and no modules import each other in a circle.
 
-The order, earliest first (the README's "Layout" map shows the packages): ``paths``/``runinfo`` < ``core`` < ``data``
+The order, earliest first (README, "Layout"): ``paths``/``runinfo`` < ``core`` < ``data``
 < ``llm`` < ``reducers`` < ``eval`` < ``report`` < ``cli``/``__main__``/``__init__``.
 """
 
