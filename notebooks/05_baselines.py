@@ -296,7 +296,7 @@ pd.concat(all_sweeps, ignore_index=True).reindex(columns=curve_cols).round(3)
 #   cross-validated figures (nested: every family measured with a model and knobs chosen
 #   without it) are the learned scorer's own record above; the WorkArena -> WebArena
 #   transfer and every baseline beside them are in `benchmarks/bench_generalisation.py`
-#   (README, Figures).
+#   (`docs/results.md`).
 # * **Small pages are another kind of page.** On the MiniWoB check half a budget keeps
 #   less of the page than on recorded pages (a page of 90 tokens spends a quarter on its
 #   root line) and the ranking must find the one control among few: the learned scorer

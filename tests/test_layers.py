@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import lrlab
 import lrlib
 
@@ -122,7 +124,9 @@ def wing_imports(path: Path) -> list[str]:
             names = [a.name for a in node.names]
         elif isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "import_module":
             names = [a.value for a in node.args if isinstance(a, ast.Constant)]
-        found += [f"{path.name}:{node.lineno} {n}" for n in names if str(n).split(".")[0] == "lrlab"]
+        found += [
+            f"{path.name}:{node.lineno} {n}" for n in names if str(n).split(".")[0] == "lrlab"
+        ]
     return found
 
 
@@ -164,20 +168,60 @@ def run_python(tmp_path: Path, code: str) -> str:
     return done.stdout.strip()
 
 
-def test_recipe_add_a_prompt_variant_edits_one_file(tmp_path: Path) -> None:
+def package_files(package: Path) -> dict[Path, bytes]:
+    """Every file of a package copy with its bytes (to show a recipe left it untouched)."""
+    return {p.relative_to(package): p.read_bytes() for p in sorted(package.rglob("*.py"))}
+
+
+def test_recipe_add_a_prompt_variant_in_your_own_file(tmp_path: Path) -> None:
+    """The recipe is a user's own file: the library is not edited, only public names used."""
     package = copy_package(tmp_path)
-    prompts = package / "core" / "prompts.py"
-    prompts.write_text(prompts.read_text() + "\n" + recipe("prompt"))
+    before = package_files(package)
+    source = recipe("prompt")
+    assert "._" not in source and "import _" not in source, "the recipe uses a private name"
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "my_prompts.py").write_text(source)
     out = run_python(
         tmp_path,
+        "import sys; sys.path.insert(0, 'mine')\n"
         "import lrlib\n"
         f"assert lrlib.__file__.startswith({str(tmp_path)!r}), lrlib.__file__\n"
+        "import my_prompts, importlib; importlib.reload(my_prompts)  # a re-run is fine\n"
         "msgs = lrlib.get_prompt('goal-first').build('Buy milk', \"RootWebArea 'Shop'\")\n"
         "r = lrlib.get_reducer('lineretriever', prompt='goal-first', offline=True)\n"
         "print('goal-first' in lrlib.list_prompts(), 'what the goal mentions' in msgs[-1]['content'],"
         " r.params['prompt'])",
     )
     assert out == "True True goal-first"
+    assert package_files(package) == before, "the recipe edited the library"
+
+
+def test_recipe_prompt_variant_reaches_the_cli(tmp_path: Path) -> None:
+    """`lrlib evaluate --prompts my_prompts.py` sees the variant the recipe registers."""
+    help_text = subprocess.run(
+        [sys.executable, "-m", "lrlib", "evaluate", "--help"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT.parent)},
+    ).stdout
+    if "--prompts" not in help_text:
+        pytest.skip("`lrlib evaluate --prompts FILE` is not in this checkout yet")
+    (tmp_path / "my_prompts.py").write_text(recipe("prompt"))
+    env = {**os.environ, "PYTHONPATH": str(ROOT.parent), "LRLIB_OFFLINE": "1"}
+    argv = ["evaluate", "--prompts", str(tmp_path / "my_prompts.py"), "--limit", "2"]
+    argv += ["--reducers", "lineretriever:prompt=goal-first", "--no-progress"]
+    argv += ["--out", str(tmp_path / "e.csv")]
+    done = subprocess.run(
+        [sys.executable, "-m", "lrlib", *argv],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert "unknown prompt" not in done.stderr, done.stderr
+    # its plan line names the variant (no answers are cached for it, so nothing is evaluated)
+    assert "lineretriever:prompt=goal-first replays cached answers" in done.stderr, done.stderr
 
 
 def test_recipe_add_a_reducer_creates_one_file(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -86,3 +87,73 @@ def test_installed_package_imports_from_anywhere(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[0] == str(Path(lrlib.__file__)), "reinstall: pip install -e ."
+
+
+# ---- the README starts a newcomer; the long reading lives in docs/ ----------------------------
+
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def markdown_pages() -> list[Path]:
+    """The README, every docs page and the notebooks' README."""
+    return [
+        REPO / "README.md",
+        *sorted((REPO / "docs").glob("*.md")),
+        REPO / "notebooks" / "README.md",
+    ]
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens.
+
+    >>> slug("The agent in the loop (`lrlib live`, `lrlib mfs`)")
+    'the-agent-in-the-loop-lrlib-live-lrlib-mfs'
+    """
+    kept = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return kept.replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    return {slug(m) for m in re.findall(r"^#+ (.+)$", page.read_text(), re.M)}
+
+
+def broken_links(page: Path) -> list[str]:
+    """The relative links of ``page`` whose file (or heading anchor) does not exist."""
+    broken = []
+    for target in LINK.findall(page.read_text()):
+        if re.match(r"[a-z]+:", target):  # https:, mailto:
+            continue
+        path, _, anchor = target.partition("#")
+        file = (page.parent / path).resolve() if path else page
+        if not file.exists() or (anchor and file.suffix == ".md" and anchor not in anchors(file)):
+            broken.append(target)
+    return broken
+
+
+def test_readme_is_at_most_12_kb():
+    size = len((REPO / "README.md").read_bytes())
+    assert size <= 12_000, f"README.md is {size} bytes; move reading matter to docs/"
+
+
+def test_every_relative_link_resolves():
+    pages = markdown_pages()
+    assert len(pages) >= 9 and all(p.is_file() for p in pages)
+    assert len(LINK.findall((REPO / "README.md").read_text())) >= 10  # the pattern finds links
+    broken = {p.relative_to(REPO).as_posix(): broken_links(p) for p in pages}
+    assert not {k: v for k, v in broken.items() if v}, broken
+
+
+def test_the_link_checker_sees_a_broken_link(tmp_path):
+    page = tmp_path / "page.md"
+    (tmp_path / "there.md").write_text("# A heading\n")
+    page.write_text(
+        "[ok](there.md) [ok](there.md#a-heading) [web](https://example.org/x) "
+        "[gone](missing.md) [bad anchor](there.md#nope) ![img](figures/none.png)\n"
+    )
+    assert broken_links(page) == ["missing.md", "there.md#nope", "figures/none.png"]
+
+
+def test_readme_links_every_docs_page():
+    readme = (REPO / "README.md").read_text()
+    missing = [p.name for p in (REPO / "docs").glob("*.md") if f"](docs/{p.name})" not in readme]
+    assert not missing, f"docs pages the README does not link: {missing}"

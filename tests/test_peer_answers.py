@@ -2,8 +2,8 @@
 "answer"], merge_multiple=True) (a stand-in, see peer_import), then its own clean_list,
 ast.literal_eval and range expansion (focus_agent.py), then remove_lines' filter to 1..n.
 
-Well-formed answers give identical lines. Each row of the README table "Fidelity to
-AgentLab" (answer parsing) is pinned here by an example: what AgentLab does, what lrlib does.
+Well-formed answers give identical lines. Each row of the table in `docs/fidelity.md`
+(answer parsing) is pinned here by an example: what AgentLab does, what lrlib does.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ LlmRetrieverUtils.remove_lines / remove_lines_keep_structure), on recorded and g
 
 ``remove-agentlab``, ``bid-agentlab`` and ``bid+role-agentlab`` must be identical to the
 peer; lrlib's own ``remove`` equals it once markers are normalised; lrlib's own ``bid`` /
-``bid+role`` differ in the documented ways only (README, "Fidelity to AgentLab").
+``bid+role`` differ in the documented ways only (`docs/fidelity.md`).
 """
 
 from __future__ import annotations

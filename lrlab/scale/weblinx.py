@@ -1,6 +1,6 @@
 """WebLINX's BrowserGym release (``McGill-NLP/weblinx-browsergym``) as dataset rows.
 
-The release, as a user has it on disk after downloading it (see README, "WebLINX-BG"), is
+The release, as a user has it on disk after downloading it (see docs/weblinx.md), is
 the layout that ``weblinx_browsergym`` reads: ``<root>/metadata.json`` maps
 ``split -> demo id -> turn -> step`` (``intent``, ``args`` with the ``uid`` of the element
 acted on, ``is_task``, ``has_full_snapshot``, ``tab.url``, and file paths relative to
@@ -161,13 +161,12 @@ def read_metadata(root: str | Path) -> dict[str, Any]:
     >>> read_metadata("/nonexistent")
     Traceback (most recent call last):
     ...
-    FileNotFoundError: no WebLINX-BG metadata.json in /nonexistent; download the release first (README, "WebLINX-BG")
+    FileNotFoundError: no WebLINX-BG metadata.json in /nonexistent; download the release first (docs/weblinx.md)
     """
     path = Path(root) / "metadata.json"
     if not path.is_file():
         raise FileNotFoundError(
-            f"no WebLINX-BG metadata.json in {root}; download the release first "
-            '(README, "WebLINX-BG")'
+            f"no WebLINX-BG metadata.json in {root}; download the release first (docs/weblinx.md)"
         )
     with path.open(encoding="utf-8") as f:
         return json.load(f)
@@ -332,7 +331,7 @@ def import_weblinx(
     >>> import_weblinx("/nonexistent", "/tmp/x.parquet")
     Traceback (most recent call last):
     ...
-    FileNotFoundError: no WebLINX-BG metadata.json in /nonexistent; download the release first (README, "WebLINX-BG")
+    FileNotFoundError: no WebLINX-BG metadata.json in /nonexistent; download the release first (docs/weblinx.md)
     """
     from lrlib.data.store import write_row_batches
 

@@ -2,7 +2,7 @@
 dataset file (:func:`lrlab.scale.weblinx.import_weblinx`); says first what it will read.
 
 Results on the imported rows are WebLINX-BG results: CC BY-NC-SA 4.0 (non-commercial, share
-alike), attributed to WebLINX (see README, "WebLINX-BG").
+alike), attributed to WebLINX (see docs/weblinx.md).
 """
 
 from __future__ import annotations

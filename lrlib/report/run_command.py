@@ -130,7 +130,7 @@ def _choose_steps(args: argparse.Namespace) -> list[Step]:
     return steps[: args.limit] if args.limit is not None else steps
 
 
-# seconds per uncached answer of the embedded SmolLM2 on 2 cores: 43-68 s measured (README);
+# seconds per uncached answer of the embedded SmolLM2 on 2 cores: 43-68 s measured (README, "Your own model");
 # 100 s and more while other jobs load the machine
 EMBEDDED_SECONDS_PER_ANSWER = 45
 
