@@ -162,14 +162,10 @@ def test_evaluate_split_all_takes_every_step(capsys, tmp_path):
 # ---- --prompts / --plugins: a user's own file, imported before the specs are read ----
 
 PROMPTS = """
-import dataclasses
-
 import lrlib
 
 lrlib.register_prompt(
-    dataclasses.replace(
-        lrlib.get_prompt("neutral"), name="{name}", guidance="Select the goal's own words."
-    ),
+    lrlib.get_prompt("neutral").derive("{name}", guidance="Select the goal's own words."),
     overwrite=True,
 )
 """

@@ -136,6 +136,28 @@ def test_lrlib_never_imports_the_research_wing() -> None:
     assert sum(len(wing_imports(p)) for p in wing.rglob("*.py")) > 20  # the checker sees them
 
 
+def private_imports(path: Path) -> list[str]:
+    """``from lrlib.x import _name`` in ``path`` (another module's private name)."""
+    return [
+        f"{path.name}:{node.lineno} {node.module}.{a.name}"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("lrlib.")
+        for a in node.names
+        if a.name.startswith("_") and not a.name.startswith("__")
+    ]
+
+
+def test_no_private_names_cross_modules(tmp_path: Path) -> None:
+    """A module uses another's public names only (its job, documented)."""
+    found = [hit for p in modules().values() for hit in private_imports(p)]
+    # core.tokens still reads the second BPE engine's internals; both go with bpe.py
+    found = [hit for hit in found if " lrlib.core.bpe._" not in hit]
+    assert not found, "private names imported across modules:\n" + "\n".join(found)
+    probe = tmp_path / "probe.py"
+    probe.write_text("def f():\n    from lrlib.core.axtree import LINE_HEAD, _x\n")
+    assert private_imports(probe) == ["probe.py:2 lrlib.core.axtree._x"]  # the checker sees it
+
+
 def test_the_checker_sees_a_violation_and_a_cycle() -> None:
     deps = {"lrlib.core.a": {"lrlib.report.b"}, "lrlib.report.b": {"lrlib.core.a"}}
     assert layer("lrlib.report.b") > layer("lrlib.core.a")
