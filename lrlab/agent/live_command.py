@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from lrlab.agent.live import MAX_STEPS, REDUCERS, TASKS, done, plan_episodes
-from lrlib.eval.evaluation import add_user_files, specs_of
+from lrlib.eval.evaluation import add_user_files, resolve, specs_of
 from lrlib.paths import refuse_shipped, results_dir
 
 
@@ -74,6 +74,7 @@ def plan(args: argparse.Namespace) -> str:
     from lrlab.agent.miniwob import MissingExtra, chromium_build, missing_packages
 
     reducers, tasks = _choices(args)
+    resolve(specs_of(args))  # a value a constructor refuses fails here, before any browser
     missing = missing_packages()
     if missing:
         raise MissingExtra(f"lrlib live needs {', '.join(missing)}: pip install -e '.[live]'")

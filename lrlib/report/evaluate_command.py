@@ -135,7 +135,7 @@ def plan(args: argparse.Namespace) -> str:
 
     if evaluate_scale.applies(args):  # a large file (or --jobs/--backend): read by episode
         return evaluate_scale.plan(args)
-    steps, table = _steps(args), _reducers(args)
+    table, steps = _reducers(args), _steps(args)  # a refused option value fails first
     n = len(steps)
     where = f"the {args.split} split" if args.split else "every split"
     parts = [f"{len(table)} reducers x {n} steps of {where}"]
