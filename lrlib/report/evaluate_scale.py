@@ -37,7 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """
     parser.add_argument(
         "--jobs", type=int, default=None,
-        help=f"worker processes (default: every core from {PARALLEL_FROM} steps on, else 1)",
+        help=f"worker processes (default: every core from {PARALLEL_FROM} steps on, else 1; "
+        "with --prompts/--plugins files: this process, where their reducers are registered)",
     )  # fmt: skip
     parser.add_argument(
         "--backend", default="loky", choices=BACKENDS,
