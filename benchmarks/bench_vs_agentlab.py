@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_core import answer_for, tiled_tree  # noqa: E402
 from peer_import import PEER_DIR, available, peer  # noqa: E402
 
-from lrlib import tokens  # noqa: E402
+from lrlib.core import tokens  # noqa: E402
 from lrlib.core.axtree import parse  # noqa: E402
 from lrlib.core.prompts import get_prompt  # noqa: E402
 from lrlib.core.pruning import prune  # noqa: E402

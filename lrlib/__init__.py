@@ -1,7 +1,8 @@
 """lrlib: LineRetriever and its baselines over recorded BrowserGym observations.
 
-The public API is the names below; each is imported on first use, so ``import lrlib`` is
-instant and touches no network. Submodules (``lrlib.report.plots``, ``lrlib.eval.costs``...) load the same way.
+The public API is :data:`__all__`: each name is imported from the module that defines it
+on first use, so ``import lrlib`` is instant and touches no network. Everything else lives
+in the layers' modules (``from lrlib.report import plots``, ``lrlib.eval.costs``...).
 
 >>> import lrlib
 >>> tree = lrlib.parse("RootWebArea 'Shop'\\n\\t[4] button 'Buy'")
@@ -10,107 +11,84 @@ instant and touches no network. Submodules (``lrlib.report.plots``, ``lrlib.eval
 "RootWebArea\\n\\t[4] button 'Buy'"
 """
 
-from __future__ import annotations
-
 import importlib
 from typing import Any
 
 __version__ = "0.1.0"
 
-_API: dict[str, str] = {
-    # tree, answers, pruning, tokens: the pure-text core
+__all__ = [
+    # the text core: parse a tree, read a model's answer, prune, count tokens
+    "AxTree",
+    "parse",
+    "Selection",
+    "AnswerParseError",
+    "parse_answer",
+    "prune",
+    "count_tokens",
+    # prompt variants
+    "PromptVariant",
+    "get_prompt",
+    "register_prompt",
+    "list_prompts",
+    # steps and reducers
+    "Step",
+    "Reducer",
+    "Output",
+    "Reduction",
+    "get_reducer",
+    "register_reducer",
+    "list_reducers",
+    "LineRetriever",
+    "LLMClient",
+    # recorded observations
+    "load_observations",
+    "load_steps",
+    "import_traces",
+    # evaluation and provenance
+    "evaluate",
+    "provenance",
+]
+
+# the module defining each public name (read by __getattr__ on first use)
+_HOME = {
     "AxTree": "core.axtree",
-    "Line": "core.axtree",
     "parse": "core.axtree",
     "Selection": "core.ranges",
     "AnswerParseError": "core.ranges",
     "parse_answer": "core.ranges",
     "prune": "core.pruning",
-    "Pruned": "core.pruning",
     "count_tokens": "core.tokens",
-    "truncate_bottom": "core.tokens",
     "PromptVariant": "core.prompts",
-    "PromptOptions": "core.prompts",
     "get_prompt": "core.prompts",
     "register_prompt": "core.prompts",
     "list_prompts": "core.prompts",
-    "render": "core.views",
-    "register_view": "core.views",
-    "list_views": "core.views",
-    "neutralise": "core.sanitize",
-    "sanitize_tree": "core.sanitize",
-    "sanitize_reduction": "core.sanitize",
-    # steps and reducers
     "Step": "core.step",
-    "Reducer": "reducers",
-    "Reduction": "reducers",
-    "get_reducer": "reducers",
-    "register_reducer": "reducers",
-    "list_reducers": "reducers",
-    # recorded observations
+    "Reducer": "reducers.base",
+    "Output": "reducers.base",
+    "Reduction": "reducers.base",
+    "get_reducer": "reducers.registry",
+    "register_reducer": "reducers.registry",
+    "list_reducers": "reducers.registry",
+    "LineRetriever": "reducers.lineretriever",
+    "LLMClient": "llm.client",
     "load_observations": "data.dataset",
     "load_steps": "data.dataset",
     "import_traces": "data.importer",
-    # the LLM layer
-    "LLMClient": "llm.client",
-    "ResponseCache": "llm.cache",
-    "EmbeddedServer": "llm.server",
-    # evaluation and provenance
     "evaluate": "eval.evaluation",
     "provenance": "runinfo",
 }
-# the layers, and every module under its old flat name (importable lazily as lrlib.<name>)
-_SUBMODULES: dict[str, str] = {
-    "core": "core",
-    "data": "data",
-    "llm": "llm",
-    "eval": "eval",
-    "report": "report",
-    "actions": "data.actions",
-    "axtree": "core.axtree",
-    "cache": "llm.cache",
-    "cli": "cli",
-    "completions": "llm.completions",
-    "costs": "eval.costs",
-    "echo": "core.echo",
-    "evaluation": "eval.evaluation",
-    "evidence": "data.evidence",
-    "figures": "report.figures",
-    "importer": "data.importer",
-    "intervals": "eval.intervals",
-    "llmerrors": "llm.errors",
-    "metrics": "eval.metrics",
-    "paths": "paths",
-    "plots": "report.plots",
-    "prompts": "core.prompts",
-    "pruning": "core.pruning",
-    "ranges": "core.ranges",
-    "reducers": "reducers",
-    "replay": "report.replay",
-    "run": "report.run",
-    "runinfo": "runinfo",
-    "safepickle": "data.safepickle",
-    "sanitize": "core.sanitize",
-    "server": "llm.server",
-    "step": "core.step",
-    "tables": "report.tables",
-    "tokens": "core.tokens",
-    "traces": "data.traces",
-    "views": "core.views",
-    "windows": "core.windows",
-}
-__all__ = sorted(_API)
 
 
 def __getattr__(name: str) -> Any:
-    if name in _API:
-        value = getattr(importlib.import_module(f".{_API[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    if name in _SUBMODULES:
-        return importlib.import_module(f".{_SUBMODULES[name]}", __name__)
-    raise AttributeError(f"module 'lrlib' has no attribute {name!r}")
+    """A public name, imported from its module on first use and kept."""
+    if name not in _HOME:
+        raise AttributeError(f"module 'lrlib' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"lrlib.{_HOME[name]}"), name)
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(__all__) | set(_SUBMODULES) | {"__version__"})
+    """The public API, ``__version__`` and the submodules imported so far."""
+    loaded = [k for k, v in globals().items() if getattr(v, "__name__", None) == f"lrlib.{k}"]
+    return sorted({*__all__, "__version__", *loaded})

@@ -10,6 +10,10 @@ A user error (an unknown reducer, option, prompt, view or split, a missing datas
 endpoint without a model, a bad argument) prints one line that names the valid choices and
 exits with status 2; ``--debug`` (or ``LRLIB_DEBUG=1``) shows the traceback instead.
 
+``--prompts FILE`` (or ``--plugins FILE``) on the commands that take reducers or a prompt
+imports a Python file of the user's first (:func:`load_user_file`), so the prompt variants
+and reducers it registers can be named like the built-in ones.
+
 >>> main(["evaluate", "--reducers", "nope"])
 2
 """
@@ -18,8 +22,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import os
 import sys
+from pathlib import Path
+from types import ModuleType
 from typing import Any, NoReturn
 
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -83,30 +90,6 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(text).split()) or type(exc).__name__
 
 
-def check_reducers(args: argparse.Namespace) -> None:
-    """Fail before any work (and before the plan line) on an unknown reducer or option in
-    ``--reducers`` (``name:key=value,...;...``), or an option value the reducer refuses;
-    the error lists the valid ones.
-
-    >>> check_reducers(argparse.Namespace(reducers="bm25:top_k=3;truncate"))
-    >>> check_reducers(argparse.Namespace(reducers="bm25:bogus=3"))
-    Traceback (most recent call last):
-    ...
-    ValueError: reducer 'bm25' has no option 'bogus'; valid options: encoding, markers, order, overlap, size, strategy, top_k, unit
-    """
-    specs = getattr(args, "reducers", None)
-    if not isinstance(specs, str):
-        return
-    from lrlib.eval.evaluation import parse_spec, split_specs
-    from lrlib.reducers import get_reducer, list_reducers
-
-    valid = list_reducers()
-    for name, params in map(parse_spec, split_specs(specs)):
-        if name not in valid:
-            raise KeyError(f"unknown reducer {name!r}; valid reducers: {', '.join(valid)}")
-        get_reducer(name, **params)  # checks the options; cheap, no I/O; a bad value fails too
-
-
 def add_debug(parser: argparse.ArgumentParser, default: Any) -> None:
     """``--debug``, accepted before or after the subcommand (a subcommand's default is
     ``SUPPRESS`` so that ``lrlib --debug evaluate`` is not reset by the subparser)."""
@@ -131,8 +114,85 @@ def sized_terminal() -> None:
         os.environ.setdefault("TQDM_NROWS", "24")
 
 
+#: the user files imported so far: module name -> file
+USER_MODULES: dict[str, Path] = {}
+
+
+def load_user_file(path: str | Path) -> ModuleType:
+    """Import the user's Python file at ``path`` (``--prompts``/``--plugins``) as a module
+    named after it: the prompt variants and reducers it registers become usable by name.
+    A file is imported once per process (named again, it is not run again).
+
+    A missing file is a FileNotFoundError; an exception the file raises, a UsageError
+    naming the file (the original is its ``__cause__``).
+
+    >>> import tempfile
+    >>> mine = Path(tempfile.mkdtemp()) / "doc_prompts.py"
+    >>> _ = mine.write_text("import lrlib\\nNAMES = lrlib.list_prompts()\\n")
+    >>> "paper" in load_user_file(mine).NAMES
+    True
+    """
+    file = Path(path).expanduser().resolve()
+    if not file.is_file():
+        raise FileNotFoundError(f"--prompts/--plugins: no such file {str(path)!r}")
+    name = file.stem
+    if name in sys.modules:
+        if USER_MODULES.get(name) == file:
+            return sys.modules[name]
+        if name not in USER_MODULES:
+            raise UsageError(
+                f"{path}: a module named {name!r} is already imported; rename the file"
+            )
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"{path}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # as an import would (dataclasses, pickling look it up)
+    USER_MODULES[name] = file
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[name], USER_MODULES[name]
+        raise UsageError(f"{path} raised {type(exc).__name__}: {exc}") from exc
+    return module
+
+
+def early_arguments(argv: list[str]) -> argparse.Namespace:
+    """What must be known before the parser is built: the command, ``--debug``, and the
+    user files (``--prompts``/``--plugins``) whose prompt variants and reducers the
+    subcommands' choices and help must already list.
+
+    >>> early_arguments(["run", "--limit", "2", "--prompts", "mine.py"]).user_files
+    ['mine.py']
+    """
+    from lrlib.eval.evaluation import USER_FILES
+
+    early = Parser(prog="lrlib", add_help=False, allow_abbrev=False)
+    early.add_argument("command", nargs="?")
+    early.add_argument("--debug", action="store_true")
+    early.add_argument(*USER_FILES, dest="user_files", action="append", default=[])
+    return early.parse_known_args(argv)[0]
+
+
+def fail(command: str | None, exc: BaseException) -> int:
+    """Report a user error on one line; status 2."""
+    where = f"lrlib {command}" if command else "lrlib"
+    print(f"{where}: error: {_one_line(exc)} (--debug shows the traceback)", file=sys.stderr)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``lrlib`` command."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    early = early_arguments(argv)
+    debug = early.debug or os.environ.get("LRLIB_DEBUG", "") not in ("", "0")
+    try:
+        for path in early.user_files:
+            load_user_file(path)
+    except (UsageError, FileNotFoundError) as exc:
+        if debug:
+            raise
+        return fail(early.command, exc)
     parser = Parser(prog="lrlib", description=__doc__.splitlines()[0])
     add_debug(parser, default=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
@@ -156,22 +216,21 @@ def main(argv: list[str] | None = None) -> int:
     if not args.command:
         parser.print_help()
         return 2
-    debug = args.debug or os.environ.get("LRLIB_DEBUG", "") not in ("", "0")
+    debug = args.debug or debug
     sized_terminal()
     mod = modules[args.command]
     try:
-        check_reducers(args)
+        if isinstance(getattr(args, "reducers", None), str):
+            from lrlib.eval.evaluation import specs_of
+
+            specs_of(args)  # an unknown reducer or option fails here, before the plan line
         if hasattr(mod, "plan"):
             print(f"lrlib {args.command}: {mod.plan(args)}", file=sys.stderr, flush=True)
         return int(mod.run(args) or 0)
     except (UsageError, *user_errors()) as exc:
         if debug:
             raise
-        print(
-            f"lrlib {args.command}: error: {_one_line(exc)} (--debug shows the traceback)",
-            file=sys.stderr,
-        )
-        return 2
+        return fail(args.command, exc)
     except KeyboardInterrupt:
         print(f"lrlib {args.command}: interrupted", file=sys.stderr)
         return 130

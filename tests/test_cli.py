@@ -10,7 +10,7 @@ import sys
 import pandas as pd
 import pytest
 
-from lrlib.cli import main
+from lrlib.cli import UsageError, main
 from lrlib.core.prompts import list_prompts
 from lrlib.core.views import list_views
 from lrlib.data import dataset as data
@@ -157,3 +157,123 @@ def test_evaluate_split_all_takes_every_step(capsys, tmp_path):
     frame = pd.read_csv(out)
     assert len(frame) == len(data.load_steps())
     assert set(frame["split"]) == set(data.SPLITS)
+
+
+# ---- --prompts / --plugins: a user's own file, imported before the specs are read ----
+
+PROMPTS = """
+import lrlib
+
+lrlib.register_prompt(
+    lrlib.get_prompt("neutral").derive("{name}", guidance="Select the goal's own words."),
+    overwrite=True,
+)
+"""
+
+REDUCER = """
+from lrlib import Output, Reducer, Step, register_reducer
+
+
+@register_reducer("{name}", overwrite=True)
+class KeepFirst(Reducer):
+    name = "{name}"
+
+    def select(self, step: Step) -> Output:
+        return Output(text=step.axtree.texts[0], kept=[1])
+"""
+
+
+def write(folder, name: str, text: str):
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("command", ["run", "evaluate", "inject", "live"])
+def test_user_files_option_on_every_command_with_reducers_or_a_prompt(capsys, command):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--prompts FILE, --plugins FILE" in text and "lrlib.register_prompt" in text
+
+
+def test_prompts_file_variant_used_by_evaluate_and_run(capsys, tmp_path):
+    mine = write(tmp_path, "cli_prompts_a.py", PROMPTS.format(name="cli-first"))
+    spec = "lineretriever:prompt=cli-first"
+    argv = ["evaluate", "--reducers", f"{spec};full", "--limit", "2", "--no-progress"]
+    line = one_line_error(capsys, argv)  # not known without the file
+    assert "unknown prompt 'cli-first'" in line
+    out = tmp_path / "e.csv"
+    assert main([*argv, "--prompts", str(mine), "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    plan = captured.err.splitlines()[0]
+    assert f"{spec} replays cached answers" in plan and "(0 of 2 steps cached" in plan
+    assert f"{spec}: 0 of 2 steps evaluated, 2 skipped" in captured.out
+    assert list(pd.read_csv(out)["reducer"]) == ["full", "full"]
+    # `lrlib run --prompt` lists it among its choices once the file is named
+    with pytest.raises(SystemExit):
+        main(["run", "--prompts", str(mine), "--help"])
+    assert "cli-first" in capsys.readouterr().out
+    argv = ["--debug", "run", "--prompts", str(mine), "--prompt", "cli-first", "--offline"]
+    argv += ["--default-steps", "--limit", "1", "--no-progress", "-o", str(tmp_path / "r.csv")]
+    assert main(argv) == 1  # offline, and no answer is cached for a prompt nobody used yet
+    err = capsys.readouterr().err
+    assert err.startswith("lrlib run: 1 steps x 1 answer format(s)") and "no cached answer" in err
+
+
+def test_plugins_file_reducer_used_by_evaluate(capsys, tmp_path):
+    mine = write(tmp_path, "cli_reducer_a.py", REDUCER.format(name="cli-keep-first"))
+    argv = ["evaluate", "--reducers", "cli-keep-first;full", "--limit", "2", "--no-progress"]
+    assert "unknown reducer 'cli-keep-first'" in one_line_error(capsys, argv)
+    out = tmp_path / "e.csv"
+    assert main([*argv, "--plugins", str(mine), "--out", str(out), "--jobs", "2"]) == 0
+    plan = capsys.readouterr().err.splitlines()[0]  # the in-memory path: workers would not
+    assert plan == "lrlib evaluate: 2 reducers x 2 steps of the validation split"  # know it
+    frame = pd.read_csv(out)
+    assert list(frame["reducer"]) == ["cli-keep-first"] * 2 + ["full"] * 2
+    assert (frame[frame["reducer"] == "cli-keep-first"]["lines_after"] == 1).all()
+
+
+def test_user_file_errors_are_one_line(capsys, tmp_path):
+    line = one_line_error(capsys, ["evaluate", "--prompts", str(tmp_path / "nope.py")])
+    assert line.startswith("lrlib evaluate: error: --prompts/--plugins: no such file")
+    assert "nope.py" in line
+    bad = write(tmp_path, "cli_bad_a.py", "import lrlib\nraise RuntimeError('oops')\n")
+    line = one_line_error(capsys, ["evaluate", "--plugins", str(bad), "--limit", "1"])
+    assert "cli_bad_a.py raised RuntimeError: oops" in line
+    taken = "import lrlib\nlrlib.register_prompt(lrlib.get_prompt('soft'))\n"  # no overwrite
+    taken = write(tmp_path, "cli_taken_a.py", taken)
+    line = one_line_error(capsys, ["run", "--prompts", str(taken)])
+    assert "cli_taken_a.py raised ValueError: prompt 'soft' exists" in line
+    line = one_line_error(capsys, ["evaluate", "--prompts"])
+    assert "--prompts" in line and "expected one argument" in line
+    with pytest.raises(UsageError, match="oops") as raised:  # --debug: the traceback,
+        main(["--debug", "evaluate", "--plugins", str(bad)])
+    assert isinstance(raised.value.__cause__, RuntimeError)  # the file's own below it
+
+
+def test_user_files_as_a_process(tmp_path):
+    """``python -m lrlib`` with a real file: the reducer it registers runs; errors stay one line."""
+    mine = write(tmp_path, "keep_first.py", REDUCER.format(name="keep-first"))
+    argv = [sys.executable, "-m", "lrlib", "evaluate", "--plugins", str(mine)]
+    argv += ["--reducers", "keep-first", "--limit", "1", "--no-progress"]
+    done = subprocess.run(
+        [*argv, "--out", str(tmp_path / "e.csv")], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert list(pd.read_csv(tmp_path / "e.csv")["reducer"]) == ["keep-first"]
+    for args, words in [
+        (["--prompts", str(tmp_path / "missing.py")], "no such file"),
+        (
+            ["--prompts", str(write(tmp_path, "boom.py", "1 / 0\n"))],
+            "boom.py raised ZeroDivisionError",
+        ),
+    ]:
+        done = subprocess.run(
+            [sys.executable, "-m", "lrlib", "evaluate", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 2 and "Traceback" not in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1 and words in done.stderr, done.stderr

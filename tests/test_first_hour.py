@@ -22,6 +22,7 @@ from lrlib import paths
 from lrlib.cli import main
 from lrlib.core.step import Step
 from lrlib.data import dataset as data
+from lrlib.eval.evaluation import parse_reducers
 from lrlib.llm import client as llm_client
 from lrlib.llm.cache import ResponseCache
 from lrlib.llm.client import LLMClient
@@ -111,7 +112,9 @@ def test_evaluate_lineretriever_replays_and_counts(capsys, tmp_path):
     assert 0 < len(retriever) <= 3 and (frame["reducer"] == "full").sum() == 3
     # the answers that ship: the notebooks' configuration, not tag mode with 512 tokens
     assert set(retriever["prompt_hash"]) <= {
-        evaluate_command.build_reducers(["lineretriever"])["lineretriever"].params["prompt_hash"]
+        evaluate_command.build_reducers(parse_reducers("lineretriever"))["lineretriever"].params[
+            "prompt_hash"
+        ]
     }
 
 

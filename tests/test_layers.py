@@ -11,12 +11,11 @@ from __future__ import annotations
 import ast
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+import pandas as pd
 
 import lrlab
 import lrlib
@@ -137,6 +136,28 @@ def test_lrlib_never_imports_the_research_wing() -> None:
     assert sum(len(wing_imports(p)) for p in wing.rglob("*.py")) > 20  # the checker sees them
 
 
+def private_imports(path: Path) -> list[str]:
+    """``from lrlib.x import _name`` in ``path`` (another module's private name)."""
+    return [
+        f"{path.name}:{node.lineno} {node.module}.{a.name}"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("lrlib.")
+        for a in node.names
+        if a.name.startswith("_") and not a.name.startswith("__")
+    ]
+
+
+def test_no_private_names_cross_modules(tmp_path: Path) -> None:
+    """A module uses another's public names only (its job, documented)."""
+    found = [hit for p in modules().values() for hit in private_imports(p)]
+    # core.tokens still reads the second BPE engine's internals; both go with bpe.py
+    found = [hit for hit in found if " lrlib.core.bpe._" not in hit]
+    assert not found, "private names imported across modules:\n" + "\n".join(found)
+    probe = tmp_path / "probe.py"
+    probe.write_text("def f():\n    from lrlib.core.axtree import LINE_HEAD, _x\n")
+    assert private_imports(probe) == ["probe.py:2 lrlib.core.axtree._x"]  # the checker sees it
+
+
 def test_the_checker_sees_a_violation_and_a_cycle() -> None:
     deps = {"lrlib.core.a": {"lrlib.report.b"}, "lrlib.report.b": {"lrlib.core.a"}}
     assert layer("lrlib.report.b") > layer("lrlib.core.a")
@@ -153,89 +174,94 @@ def recipe(name: str) -> str:
     return m.group(1)
 
 
-def copy_package(tmp_path: Path) -> Path:
-    """A copy of lrlib to follow a recipe in, leaving the real one untouched."""
-    shutil.copytree(ROOT, tmp_path / "lrlib", ignore=shutil.ignore_patterns("__pycache__"))
-    return tmp_path / "lrlib"
+def public_only(source: str) -> None:
+    """A recipe reaches lrlib through its public API only: ``lrlib.NAME`` or ``from lrlib
+    import NAME`` with NAME in ``lrlib.__all__``, no submodule, no private name."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("lrlib"):
+            assert node.module == "lrlib", f"a submodule: {node.module}"
+            assert {a.name for a in node.names} <= set(lrlib.__all__), ast.unparse(node)
+        if isinstance(node, ast.Attribute) and getattr(node.value, "id", None) == "lrlib":
+            assert node.attr in lrlib.__all__, f"lrlib.{node.attr}"
+    assert "._" not in source and "import _" not in source, "a private name"
 
 
-def run_python(tmp_path: Path, code: str) -> str:
-    env = {**os.environ, "PYTHONPATH": str(tmp_path), "LRLIB_DATA_DIR": str(ROOT.parent / "data")}
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+def run_python(folder: Path, *argv: str) -> subprocess.CompletedProcess:
+    """``python argv`` in ``folder`` (where the user's files are) with this checkout's lrlib,
+    no endpoint, anything written under ``folder``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "LRLIB_"))}
+    env.update(
+        PYTHONPATH=str(ROOT.parent),
+        LRLIB_DATA_DIR=str(ROOT.parent / "data"),
+        LRLIB_WORK_DIR=str(folder / "work"),
+        LRLIB_RESULTS_DIR=str(folder / "results"),
+        LRLIB_OFFLINE="1",
     )
+    return subprocess.run(
+        [sys.executable, *argv], cwd=folder, env=env, capture_output=True, text=True
+    )
+
+
+def python_out(folder: Path, code: str) -> str:
+    done = run_python(folder, "-c", code)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 
 
-def package_files(package: Path) -> dict[Path, bytes]:
-    """Every file of a package copy with its bytes (to show a recipe left it untouched)."""
-    return {p.relative_to(package): p.read_bytes() for p in sorted(package.rglob("*.py"))}
-
-
 def test_recipe_add_a_prompt_variant_in_your_own_file(tmp_path: Path) -> None:
-    """The recipe is a user's own file: the library is not edited, only public names used."""
-    package = copy_package(tmp_path)
-    before = package_files(package)
+    """The recipe is the user's ``my_prompts.py`` (public names only, the library is not
+    edited), used from Python and by ``lrlib evaluate --prompts``; offline, no model asked."""
     source = recipe("prompt")
-    assert "._" not in source and "import _" not in source, "the recipe uses a private name"
-    mine = tmp_path / "mine"
-    mine.mkdir()
-    (mine / "my_prompts.py").write_text(source)
-    out = run_python(
+    public_only(source)
+    (tmp_path / "my_prompts.py").write_text(source)
+    out = python_out(
         tmp_path,
-        "import sys; sys.path.insert(0, 'mine')\n"
-        "import lrlib\n"
-        f"assert lrlib.__file__.startswith({str(tmp_path)!r}), lrlib.__file__\n"
-        "import my_prompts, importlib; importlib.reload(my_prompts)  # a re-run is fine\n"
+        "import importlib, lrlib, my_prompts\n"
+        f"assert lrlib.__file__.startswith({str(ROOT)!r}), lrlib.__file__\n"
+        "importlib.reload(my_prompts)  # a notebook cell run again is fine\n"
         "msgs = lrlib.get_prompt('goal-first').build('Buy milk', \"RootWebArea 'Shop'\")\n"
         "r = lrlib.get_reducer('lineretriever', prompt='goal-first', offline=True)\n"
         "print('goal-first' in lrlib.list_prompts(), 'what the goal mentions' in msgs[-1]['content'],"
         " r.params['prompt'])",
     )
     assert out == "True True goal-first"
-    assert package_files(package) == before, "the recipe edited the library"
+    spec = "lineretriever:prompt=goal-first"
+    argv = ["-m", "lrlib", "evaluate", "--reducers", f"{spec};full", "--limit", "2"]
+    argv += ["--no-progress", "--out", "e.csv"]
+    done = run_python(tmp_path, *argv)  # without the file the variant is unknown
+    assert done.returncode == 2 and "unknown prompt 'goal-first'" in done.stderr, done.stderr
+    done = run_python(tmp_path, *argv, "--prompts", "my_prompts.py")
+    assert done.returncode == 0, done.stderr
+    plan = done.stderr.splitlines()[0]
+    # a new prompt has no cached answers: offline, its steps are skipped and counted
+    assert f"{spec} replays cached answers" in plan and "(0 of 2 steps cached" in plan, plan
+    assert f"{spec}: 0 of 2 steps evaluated, 2 skipped" in done.stdout, done.stdout
+    done = run_python(tmp_path, "-m", "lrlib", "run", "--prompts", "my_prompts.py", "--help")
+    assert "goal-first" in done.stdout, done.stderr  # `lrlib run --prompt goal-first`
 
 
-def test_recipe_prompt_variant_reaches_the_cli(tmp_path: Path) -> None:
-    """`lrlib evaluate --prompts my_prompts.py` sees the variant the recipe registers."""
-    help_text = subprocess.run(
-        [sys.executable, "-m", "lrlib", "evaluate", "--help"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT.parent)},
-    ).stdout
-    if "--prompts" not in help_text:
-        pytest.skip("`lrlib evaluate --prompts FILE` is not in this checkout yet")
-    (tmp_path / "my_prompts.py").write_text(recipe("prompt"))
-    env = {**os.environ, "PYTHONPATH": str(ROOT.parent), "LRLIB_OFFLINE": "1"}
-    argv = ["evaluate", "--prompts", str(tmp_path / "my_prompts.py"), "--limit", "2"]
-    argv += ["--reducers", "lineretriever:prompt=goal-first", "--no-progress"]
-    argv += ["--out", str(tmp_path / "e.csv")]
-    done = subprocess.run(
-        [sys.executable, "-m", "lrlib", *argv],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert "unknown prompt" not in done.stderr, done.stderr
-    # its plan line names the variant (no answers are cached for it, so nothing is evaluated)
-    assert "lineretriever:prompt=goal-first replays cached answers" in done.stderr, done.stderr
-
-
-def test_recipe_add_a_reducer_creates_one_file(tmp_path: Path) -> None:
-    package = copy_package(tmp_path)
-    before = sorted(p.relative_to(package) for p in package.rglob("*.py"))
-    (package / "reducers" / "keep_links.py").write_text(recipe("reducer"))
-    after = sorted(p.relative_to(package) for p in package.rglob("*.py"))
-    assert set(after) - set(before) == {Path("reducers/keep_links.py")}
-    out = run_python(
+def test_recipe_add_a_reducer_in_your_own_file(tmp_path: Path) -> None:
+    """The recipe is the user's ``keep_links.py`` (public names only, the library is not
+    edited), used from Python and by ``lrlib evaluate --plugins``."""
+    source = recipe("reducer")
+    public_only(source)
+    (tmp_path / "keep_links.py").write_text(source)
+    out = python_out(
         tmp_path,
-        "import lrlib\n"
+        "import keep_links, lrlib\n"
         "step = lrlib.Step(goal='g', tree=\"RootWebArea 'x'\\n\\t[2] link 'Home'\\n\\t[3] button 'Go'\")\n"
         "frame = lrlib.evaluate(['keep-links'], [step], progress=False)\n"
         "print('keep-links' in lrlib.list_reducers(), lrlib.get_reducer('keep-links').reduce(step).kept,"
         " list(frame.reducer))",
     )
     assert out == "True [1, 2] ['keep-links']"
+    argv = ["-m", "lrlib", "evaluate", "--reducers", "keep-links;full", "--limit", "3"]
+    argv += ["--no-progress", "--out", "e.csv"]
+    done = run_python(tmp_path, *argv)  # without the file the reducer is unknown
+    assert done.returncode == 2 and "unknown reducer 'keep-links'" in done.stderr, done.stderr
+    done = run_python(tmp_path, *argv, "--plugins", "keep_links.py")
+    assert done.returncode == 0, done.stderr
+    frame = pd.read_csv(tmp_path / "e.csv")
+    assert list(frame["reducer"]) == ["keep-links"] * 3 + ["full"] * 3
+    mine, full = frame[frame["reducer"] == "keep-links"], frame[frame["reducer"] == "full"]
+    assert (mine["lines_after"].to_numpy() < full["lines_after"].to_numpy()).all()

@@ -128,7 +128,7 @@ def test_explorer_view_highlights_kept_lines_and_labels_fallbacks(steps, empty_c
 
 def test_figures_runner_executes_in_order_and_writes_executed_pairs(tmp_path):
     (tmp_path / "00_first.py").write_text(
-        '# %%\nfrom lrlib import figures\n\n# %% tags=["parameters"]\n'
+        '# %%\nfrom lrlib.report import figures\n\n# %% tags=["parameters"]\n'
         "QUICK = figures.quick_mode()\n\n# %%\nprint('quick' if QUICK else 'full')\n"
     )
     (tmp_path / "01_broken.py").write_text("# %%\nraise RuntimeError('boom')\n")

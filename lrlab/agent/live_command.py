@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from lrlab.agent.live import MAX_STEPS, REDUCERS, TASKS, done, plan_episodes
+from lrlib.eval.evaluation import add_user_files, resolve, specs_of
 from lrlib.paths import refuse_shipped, results_dir
 
 
@@ -44,6 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="results folder (default <results dir>/live/<policy>)")  # fmt: skip
     parser.add_argument("--overwrite-shipped", action="store_true",
                         help="allow --out inside the shipped data/ (maintainers)")  # fmt: skip
+    add_user_files(parser)
 
 
 def _choices(args: argparse.Namespace) -> tuple[list[str], list[str]]:
@@ -59,9 +61,7 @@ def _choices(args: argparse.Namespace) -> tuple[list[str], list[str]]:
         raise ValueError(f"unknown task type(s) {bad}; valid: {', '.join(TASKS)}")
     if args.seeds < 1 or args.jobs < 1 or args.max_steps < 1:
         raise ValueError("--seeds, --jobs and --max-steps must be at least 1")
-    from lrlib.eval.evaluation import split_specs
-
-    return split_specs(args.reducers), tasks
+    return [spec.label for spec in specs_of(args)], tasks
 
 
 def _out(args: argparse.Namespace) -> Path:
@@ -74,6 +74,7 @@ def plan(args: argparse.Namespace) -> str:
     from lrlab.agent.miniwob import MissingExtra, chromium_build, missing_packages
 
     reducers, tasks = _choices(args)
+    resolve(specs_of(args))  # a value a constructor refuses fails here, before any browser
     missing = missing_packages()
     if missing:
         raise MissingExtra(f"lrlib live needs {', '.join(missing)}: pip install -e '.[live]'")

@@ -5,9 +5,11 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from lrlab.injection.injection_eval import _cached_items, _score_all, breakdown, summarize
 from lrlab.injection.injection_sets import build_set
+from lrlib.eval.evaluation import resolve, specs_of
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -80,17 +82,23 @@ def _items(args: argparse.Namespace) -> list:
     return args.items
 
 
+def _table(args: argparse.Namespace) -> dict[str, Any]:
+    """Label -> reducer, built once (``plan`` and ``run`` share them)."""
+    if getattr(args, "table", None) is None:
+        args.table = resolve(specs_of(args))
+    return args.table
+
+
 def plan(args: argparse.Namespace) -> str:
     """The first line, before any work: the attacked set, and whether a model is asked (a
     LineRetriever reducer without ``--cached`` asks its model for every uncached answer)."""
-    from lrlib.eval.evaluation import resolve, split_specs
     from lrlib.report.run_command import model_time
 
     items = _items(args)
-    specs = split_specs(args.reducers)
+    table = _table(args)
     runs = len(items) * (1 if args.no_clean else 2)
-    parts = [f"{len(specs)} reducers x {len(items)} attacked steps"]
-    for label, reducer in resolve(specs).items():
+    parts = [f"{len(table)} reducers x {len(items)} attacked steps"]
+    for label, reducer in table.items():
         client = getattr(reducer, "client", None)
         if client is None:
             continue
@@ -112,13 +120,12 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from lrlib import paths
-    from lrlib.eval.evaluation import markdown_table, split_specs
+    from lrlib.eval.evaluation import markdown_table
 
     items = _items(args)
-    specs = split_specs(args.reducers)
     ready = _cached_items if args.cached else lambda reducer, todo, clean: list(todo)
     rows, notes = _score_all(
-        specs, items, not args.no_clean, args.seed, not args.no_progress, ready
+        _table(args), items, not args.no_clean, args.seed, not args.no_progress, ready
     )
     out = Path(args.out) if args.out else paths.data_dir() / "results" / "injection.csv.gz"
     out.parent.mkdir(parents=True, exist_ok=True)

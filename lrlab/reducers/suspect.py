@@ -35,7 +35,7 @@ from collections import Counter
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-from lrlib.core.sanitize import _TAG
+from lrlib.core.sanitize import CONTROL_TAG
 from lrlib.core.step import Step
 
 # the endings a bare name must have to read as an address ("report.pdf", "Node.js" do not)
@@ -142,7 +142,7 @@ def line_reasons(text: str, own: set[str], named: str) -> tuple[str, ...]:
     ('addressed',)
     """
     out = []
-    if ("<" in text and _TAG.search(text)) or '"ranges"' in text:
+    if ("<" in text and CONTROL_TAG.search(text)) or '"ranges"' in text:
         out.append("markup")
     if ":" in text and _NUMBERED.search(text):
         out.append("numbered")

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 # indentation, optional "[bid]", optional role; one match per line (the pattern can match "")
-_HEAD = re.compile(
+LINE_HEAD = re.compile(
     r"^([\t ]*)(?:\[([^\]\s]{1,64})\](?= |$) ?)?(?:([A-Za-z][\w-]{0,63})(?=[ ,]|$))?",
     re.MULTILINE,
 )
@@ -79,9 +79,9 @@ class AxTree:
 
     @cached_property
     def _heads(self) -> list[tuple[str, str, str]]:
-        heads = _HEAD.findall("\n".join(self.texts))
+        heads = LINE_HEAD.findall("\n".join(self.texts))
         if len(heads) != len(self.texts):  # cannot happen for "\n"-free lines; be safe anyway
-            heads = [_HEAD.match(t).groups("") for t in self.texts]
+            heads = [LINE_HEAD.match(t).groups("") for t in self.texts]
         return heads
 
     def __len__(self) -> int:
@@ -96,7 +96,7 @@ class AxTree:
             raise IndexError(f"line {number} is outside 1..{len(self.texts)}")
         i = number - 1
         text = self.texts[i]
-        head = _HEAD.match(text)
+        head = LINE_HEAD.match(text)
         rest = text[head.end() :] if head else text
         return Line(
             number,

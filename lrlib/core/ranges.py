@@ -29,7 +29,7 @@ from typing import Literal
 
 from lrlib.core.echo import TAG as _TAG
 from lrlib.core.echo import PageEcho, normalise, page_echo
-from lrlib.core.selection import _HUGE, Selection
+from lrlib.core.selection import HUGE, Selection
 
 AnswerMode = Literal["tags", "json"]
 Page = str | Sequence[str] | None  # what the model was shown: one text or several renderings
@@ -69,11 +69,11 @@ class AnswerParseError(ValueError):
 
 
 def _int(token: str) -> int:
-    if len(token) <= 18:  # the common case, fast: at most 18 digits fit below _HUGE
+    if len(token) <= 18:  # the common case, fast: at most 18 digits fit below HUGE
         return int(token)
     digits = token.lstrip("-")
     if len(digits) > 18:
-        return -_HUGE if token.startswith("-") else _HUGE
+        return -HUGE if token.startswith("-") else HUGE
     return int(token)
 
 
@@ -199,7 +199,7 @@ def _json_ranges(text: str, echo: PageEcho | None) -> list[tuple[int, int]]:
 
 
 def _clip(v: int) -> int:
-    return max(-_HUGE, min(_HUGE, v))
+    return max(-HUGE, min(HUGE, v))
 
 
 _MAX_OBJECTS = 64  # candidate objects tried from the end of the output

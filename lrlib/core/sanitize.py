@@ -32,7 +32,7 @@ TAG_NAMES = (
     "tool", "function_call", "system", "user", "assistant", "im_start", "im_end",
     "instructions", "goal", "task", "memory", "plan",
 )  # fmt: skip
-_TAG = re.compile(
+CONTROL_TAG = re.compile(
     r"<(\s*+/?\s*+(?:" + "|".join(TAG_NAMES) + r")\b[^<>\n]{0,200}+)>|<\|(\w{1,30}+)\|>",
     re.IGNORECASE,
 )
@@ -70,7 +70,7 @@ def neutralise(text: str) -> tuple[str, int]:
         return body
 
     if "<" in text:
-        text = _TAG.sub(tag, text)
+        text = CONTROL_TAG.sub(tag, text)
     if '"ranges"' in text:
         text = _RANGES.sub(ranges, text)
     if ":" in text:

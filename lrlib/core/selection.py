@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-_HUGE = 10**18  # numbers longer than 18 digits are treated as "beyond any tree"
+HUGE = 10**18  # numbers longer than 18 digits are treated as "beyond any tree"
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class Selection:
 
         if not isinstance(number, int):
             return False
-        i = bisect_right(self.ranges, (number, _HUGE)) - 1
+        i = bisect_right(self.ranges, (number, HUGE)) - 1
         return i >= 0 and self.ranges[i][0] <= number <= self.ranges[i][1]
 
     def __iter__(self) -> Iterator[int]:

@@ -30,14 +30,14 @@ import argparse
 import ast
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from lrlib import runinfo
 from lrlib.core.step import Step
 from lrlib.data.horizon import horizon_lines
 from lrlib.data.mfs_sets import mfs_covered, mfs_sets
 from lrlib.eval import intervals, metrics
-from lrlib.reducers import Reducer, get_reducer
+from lrlib.reducers import Reducer, check_options, get_reducer, list_reducers
 
 # reducer -> (knob, values swept by default) for coverage-vs-reduction curves
 KNOBS: dict[str, tuple[str, tuple]] = {
@@ -78,8 +78,6 @@ def all_reducers(llm: bool = False) -> list[str]:
     >>> names[: len(DEFAULT_REDUCERS)] == list(DEFAULT_REDUCERS), "lineretriever" in names
     (True, False)
     """
-    from lrlib.reducers import list_reducers
-
     out = list(DEFAULT_REDUCERS)
     named = {parse_spec(s)[0] for s in out}
     out += [n for n in list_reducers() if n not in named and (llm or n not in LLM_REDUCERS)]
@@ -107,17 +105,57 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
     return name.strip(), params
 
 
-def split_specs(text: str) -> list[str]:
-    """The reducer specs of a ``--reducers`` value (``;``-separated, blanks dropped).
+class ReducerSpec(NamedTuple):
+    """One reducer of a ``--reducers`` value: its label (the spec as written), the
+    registered name and the options (:func:`parse_reducers`)."""
 
-    >>> split_specs("full; bm25:top_k=3;;")
-    ['full', 'bm25:top_k=3']
+    label: str
+    name: str
+    params: dict[str, Any]
+
+
+def parse_reducers(text: str) -> list[ReducerSpec]:
+    """The reducers of a ``--reducers`` value (specs ``name:key=value,...`` separated by
+    ``;``, blanks dropped), each checked against the registry without being built: an
+    unknown reducer, an option its constructor does not take, or a value of the wrong kind
+    raises, naming the valid ones (values a constructor refuses fail where it is built).
+
+    >>> parse_reducers("full; truncate:budget=500;;")  # doctest: +NORMALIZE_WHITESPACE
+    [ReducerSpec(label='full', name='full', params={}),
+     ReducerSpec(label='truncate:budget=500', name='truncate', params={'budget': 500})]
+    >>> parse_reducers("nope")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    KeyError: "unknown reducer 'nope'; valid reducers: ..."
     """
-    return [s.strip() for s in text.split(";") if s.strip()]
+    out = []
+    for label in (s.strip() for s in text.split(";")):
+        if not label:
+            continue
+        name, params = parse_spec(label)
+        valid = list_reducers()
+        if name not in valid:
+            raise KeyError(f"unknown reducer {name!r}; valid reducers: {', '.join(valid)}")
+        check_options(name, params)
+        out.append(ReducerSpec(label, name, params))
+    return out
+
+
+def specs_of(args: argparse.Namespace) -> list[ReducerSpec]:
+    """A command's ``--reducers``, parsed and checked once (kept on ``args``: the command
+    line checks them before the plan line, and the command reuses them).
+
+    >>> [s.label for s in specs_of(argparse.Namespace(reducers="full;random"))]
+    ['full', 'random']
+    """
+    if getattr(args, "specs", None) is None:
+        args.specs = parse_reducers(args.reducers)
+    return args.specs
 
 
 def resolve(reducers: Any) -> dict[str, Reducer]:
-    """Normalise the ``reducers`` argument to an ordered mapping label -> Reducer.
+    """Normalise the ``reducers`` argument (names, specs, :class:`ReducerSpec` or Reducer
+    objects, or a mapping label -> any of those) to an ordered mapping label -> Reducer.
 
     >>> list(resolve(["full", "random:keep_ratio=0.5"]))
     ['full', 'random:keep_ratio=0.5']
@@ -127,7 +165,9 @@ def resolve(reducers: Any) -> dict[str, Reducer]:
     items = reducers.items() if isinstance(reducers, Mapping) else [(None, r) for r in reducers]
     out: dict[str, Reducer] = {}
     for label, r in items:
-        if isinstance(r, str):
+        if isinstance(r, ReducerSpec):
+            reducer, label = get_reducer(r.name, **r.params), label or r.label
+        elif isinstance(r, str):
             name, params = parse_spec(r)
             reducer, label = get_reducer(name, **params), label or r
         elif isinstance(r, Reducer):
@@ -387,3 +427,32 @@ def add_step_arguments(parser: argparse.ArgumentParser, example: str) -> None:
         help="train, validation, test or all (every step of the dataset)",
     )
     parser.add_argument("--benchmark", default=None, help="only steps of this benchmark")
+    add_user_files(parser)
+
+
+#: the option (two spellings) naming a user's own Python files to import before the reducer
+#: specs and prompt names are read (``lrlib.cli`` imports them)
+USER_FILES = ("--prompts", "--plugins")
+
+
+def add_user_files(parser: argparse.ArgumentParser) -> None:
+    """``--prompts FILE`` (or ``--plugins FILE``, repeatable): a Python file of the user's,
+    imported by the command line before anything else is read, so that the prompt variants
+    and reducers it registers can be named in ``--reducers``, ``--prompt``...
+
+    >>> p = argparse.ArgumentParser()
+    >>> add_user_files(p)
+    >>> p.parse_args(["--prompts", "a.py", "--plugins", "b.py"]).user_files
+    ['a.py', 'b.py']
+    """
+    parser.add_argument(
+        *USER_FILES,
+        dest="user_files",
+        action="append",
+        metavar="FILE",
+        default=None,
+        help="a Python file of yours to import first (repeatable; --prompts and --plugins are "
+        "the same option): prompt variants it registers (lrlib.register_prompt) can be used "
+        "as 'lineretriever:prompt=NAME' or --prompt NAME, reducers it registers "
+        "(lrlib.register_reducer) by name in --reducers",
+    )

@@ -17,13 +17,13 @@ from typing import Any
 
 from lrlib.eval.evaluation import (
     KNOBS,
+    ReducerSpec,
     add_step_arguments,
     count_arg,
     curves,
     evaluate,
     markdown_table,
-    parse_spec,
-    split_specs,
+    specs_of,
 )
 from lrlib.report import evaluate_scale
 
@@ -78,11 +78,13 @@ def _steps(args: argparse.Namespace) -> list[Any]:
     return args.steps
 
 
-def build_reducers(specs: list[str]) -> dict[str, Any]:
-    """Label -> reducer; LineRetriever in the shipped configuration (cached JSON answers of
-    the embedded model) and offline unless the environment or the spec says otherwise.
+def build_reducers(specs: list[ReducerSpec]) -> dict[str, Any]:
+    """Label -> reducer, each built once; LineRetriever in the shipped configuration (cached
+    JSON answers of the embedded model) and offline unless the environment or the spec says
+    otherwise.
 
-    >>> table = build_reducers(["full", "lineretriever"])
+    >>> from lrlib.eval.evaluation import parse_reducers
+    >>> table = build_reducers(parse_reducers("full;lineretriever"))
     >>> table["lineretriever"].params["answer"], table["lineretriever"].client.offline
     ('json', True)
     """
@@ -91,12 +93,11 @@ def build_reducers(specs: list[str]) -> dict[str, Any]:
     from lrlib.report.run import DEFAULT_ANSWER
 
     table: dict[str, Any] = {}
-    for spec in specs:
-        name, params = parse_spec(spec)
+    for label, name, params in specs:
         if name == "lineretriever":
-            table[spec] = lineretriever(**{"answer": DEFAULT_ANSWER, **params})
+            table[label] = lineretriever(**{"answer": DEFAULT_ANSWER, **params})
         else:
-            table[spec] = get_reducer(name, **params)
+            table[label] = get_reducer(name, **params)
     return table
 
 
@@ -123,7 +124,7 @@ def _work(args: argparse.Namespace, label: str) -> list[Any]:
 
 def _reducers(args: argparse.Namespace) -> dict[str, Any]:
     if getattr(args, "table", None) is None:
-        args.table = build_reducers(split_specs(args.reducers))
+        args.table = build_reducers(specs_of(args))
     return args.table
 
 
@@ -134,7 +135,7 @@ def plan(args: argparse.Namespace) -> str:
 
     if evaluate_scale.applies(args):  # a large file (or --jobs/--backend): read by episode
         return evaluate_scale.plan(args)
-    steps, table = _steps(args), _reducers(args)
+    table, steps = _reducers(args), _steps(args)  # a refused option value fails first
     n = len(steps)
     where = f"the {args.split} split" if args.split else "every split"
     parts = [f"{len(table)} reducers x {n} steps of {where}"]

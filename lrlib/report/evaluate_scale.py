@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from lrlib.eval.evaluation import LLM_REDUCERS, markdown_table, parse_spec, split_specs
+from lrlib.eval.evaluation import LLM_REDUCERS, markdown_table, specs_of
 from lrlib.eval.sharded import BACKENDS, check_backend, default_jobs, evaluate_file
 
 #: below this many selected steps the evaluation runs in one process (measured on 2 cores:
@@ -37,7 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """
     parser.add_argument(
         "--jobs", type=int, default=None,
-        help=f"worker processes (default: every core from {PARALLEL_FROM} steps on, else 1)",
+        help=f"worker processes (default: every core from {PARALLEL_FROM} steps on, else 1; "
+        "with --prompts/--plugins files: this process, where their reducers are registered)",
     )  # fmt: skip
     parser.add_argument(
         "--backend", default="loky", choices=BACKENDS,
@@ -47,16 +48,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _specs(args: argparse.Namespace) -> list[str]:
-    return split_specs(args.reducers)
+    return [spec.label for spec in specs_of(args)]
 
 
 def applies(args: argparse.Namespace) -> bool:
     """True when every reducer is offline (no cached-answer replay), no curves are asked,
-    and either ``--jobs`` / a backend other than ``loky`` is given or the selection has
+    no user file (``--prompts``/``--plugins``) registers reducers that fresh worker processes
+    would not know, and either ``--jobs`` / a backend other than ``loky`` is given or the selection has
     :data:`PARALLEL_FROM` steps or more (smaller ones keep the in-memory path)."""
     if getattr(args, "curves", False):
         return False
-    if any(parse_spec(s)[0] in LLM_REDUCERS for s in _specs(args)):
+    if any(spec.name in LLM_REDUCERS for spec in specs_of(args)):
+        return False
+    if getattr(args, "user_files", None):  # their reducers are registered in this process only
         return False
     if getattr(args, "jobs", None) is not None or getattr(args, "backend", "loky") != "loky":
         return True

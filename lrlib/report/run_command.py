@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     from lrlib.core.prompts import list_prompts
     from lrlib.core.views import list_views
-    from lrlib.eval.evaluation import count_arg, split_arg
+    from lrlib.eval.evaluation import add_user_files, count_arg, split_arg
 
     sel.add_argument(
         "--split",
@@ -106,6 +106,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "-o", "--out", default=None, help="results CSV (default .lrlib/results/lineretriever.csv)"
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_user_files(parser)  # --prompts my_prompts.py: --prompt then lists its variants too
 
 
 def _select_steps(args: argparse.Namespace) -> list[Step]:
