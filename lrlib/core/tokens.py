@@ -29,7 +29,7 @@ import threading
 from bisect import bisect_right
 from collections.abc import Sequence
 from functools import lru_cache
-from itertools import accumulate, filterfalse
+from itertools import accumulate, filterfalse, islice
 from pathlib import Path
 
 import numpy as np
@@ -47,8 +47,10 @@ _LONG_BLANK = re.compile(rf"(?<![^\S\r\n])[^\S\r\n]{{{_LONG_RUN}}}")
 _SHORT = 2_000  # below this many characters a text is simply encoded whole
 _LINE_MEMO_MAX = 400_000  # line counts kept per encoding (the memo is emptied beyond)
 # a newline followed by a line that is empty, blank, or starts with "\r" (or "/" for o200k)
-_UNSEPARABLE = re.compile(r"\n(?:\r|[^\S\n]*+(?:\n|\Z))")
-_UNSEPARABLE_O200K = re.compile(r"\n(?:[\r/]|[^\S\n]*+(?:\n|\Z))")
+_GLUED = {
+    "cl100k_base": re.compile(r"\n(?=\r|[^\S\n]*+(?:\n|\Z))"),
+    "o200k_base": re.compile(r"\n(?=[\r/]|[^\S\n]*+(?:\n|\Z))"),
+}
 
 _line_memo: dict[str, dict[str, int]] = {}
 _lock = threading.Lock()
@@ -186,8 +188,27 @@ def token_byte_lengths(encoding: str = DEFAULT_ENCODING) -> np.ndarray:
 
 def _separable(text: str, encoding: str) -> bool:
     """True when every newline of ``text`` is a pre-token boundary."""
-    pattern = _UNSEPARABLE_O200K if encoding == "o200k_base" else _UNSEPARABLE
-    return encoding in _SHIPPED and pattern.search(text) is None
+    return encoding in _GLUED and _GLUED[encoding].search(text) is None
+
+
+def _pieces_at_boundaries(lines: Sequence[str], text: str, encoding: str) -> Sequence[str]:
+    """``text`` (``"\\n".join(lines)``) cut after every newline that is a pre-token
+    boundary, without those newlines: ``lines`` themselves when every newline is one.
+
+    >>> _pieces_at_boundaries(["a", "", "b", "c"], "a\\n\\nb\\nc", "o200k_base")
+    ['a\\n', 'b', 'c']
+    """
+    glued = {m.start() for m in _GLUED[encoding].finditer(text)}
+    if not glued:
+        return lines
+    pieces, at = [lines[0]], len(lines[0])  # at: the offset of the newline after a line
+    for line in islice(lines, 1, None):
+        if at in glued:
+            pieces[-1] += "\n" + line
+        else:
+            pieces.append(line)
+        at += len(line) + 1
+    return pieces
 
 
 def line_token_counts(lines: Sequence[str], encoding: str = DEFAULT_ENCODING) -> list[int]:
@@ -222,7 +243,8 @@ def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
 
 
 def count_lines(lines: Sequence[str], encoding: str = DEFAULT_ENCODING) -> int:
-    """Exact tokens of ``"\\n".join(lines)`` (memoised by line when the join is separable).
+    """Exact tokens of ``"\\n".join(lines)``: the sum of the memoised counts of its pieces
+    between the newlines that are pre-token boundaries (all of them, in a tree), plus the last.
 
     >>> count_lines(["RootWebArea 'x'", "\\t[1] button 'Go'"]) == count_tokens("RootWebArea 'x'\\n\\t[1] button 'Go'")
     True
@@ -230,9 +252,10 @@ def count_lines(lines: Sequence[str], encoding: str = DEFAULT_ENCODING) -> int:
     if not lines:
         return 0
     text = "\n".join(lines)
-    if len(text) < _SHORT or not _separable(text, encoding):
+    if len(text) < _SHORT or encoding not in _GLUED:
         return len(encode(text, encoding))
-    return sum(line_token_counts(lines[:-1], encoding)) + len(encode(lines[-1], encoding))
+    pieces = _pieces_at_boundaries(lines, text, encoding)
+    return sum(line_token_counts(pieces[:-1], encoding)) + len(encode(pieces[-1], encoding))
 
 
 def truncate_bottom(text: str, budget: int, encoding: str = DEFAULT_ENCODING) -> str:
