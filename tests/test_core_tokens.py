@@ -1,21 +1,32 @@
-"""lrlib.core.tokens: exact counts, offline files, exact bottom truncation."""
+"""lrlib.core.tokens: exact counts (tiktoken's), offline files, exact bottom truncation."""
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import inspect
 import json
 import os
 import subprocess
 import sys
-import types
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lrlib.core import bpe, tokens
-from lrlib.core.tokens import count_lines, count_tokens, get_encoding, truncate_bottom
+from lrlib.core import tokens
+from lrlib.core.tokens import (
+    count_each,
+    count_lines,
+    count_tokens,
+    get_encoding,
+    line_token_counts,
+    token_byte_lengths,
+    truncate_bottom,
+)
 from lrlib.data.dataset import load_steps
+
+ENCODINGS = ["o200k_base", "cl100k_base"]
 
 
 def test_offline_seeding_in_a_fresh_process(tmp_path):
@@ -90,7 +101,7 @@ real_line = st.sampled_from(
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(real_line, min_size=1, max_size=80), st.sampled_from(["o200k_base", "cl100k_base"]))
+@given(st.lists(real_line, min_size=1, max_size=80), st.sampled_from(ENCODINGS))
 def test_line_sums_equal_whole_encodes(lines, encoding):
     text = "\n".join(lines)
     expected = len(get_encoding(encoding).encode_ordinary(text))
@@ -114,39 +125,32 @@ def test_truncate_bottom_is_exact(real_trees):
     assert truncate_bottom("a long first line\nb", 2) == ""
 
 
-# ---- the fast encoder (riptoken) against the reference (tiktoken) ----------------------
-
-
-@pytest.fixture
-def fresh_backend(monkeypatch):
-    """Forget which encoders were chosen (and every memoised count) before and after."""
-    for forget in (bpe._fast.cache_clear, bpe._counter.cache_clear, tokens.clear_line_memo):
-        forget()
-    yield monkeypatch
-    monkeypatch.undo()
-    for forget in (bpe._fast.cache_clear, bpe._counter.cache_clear, tokens.clear_line_memo):
-        forget()
+# ---- every path of the module against tiktoken itself ----------------------------------
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
-def test_fast_encoder_matches_tiktoken_on_every_recorded_tree(encoding):
-    fast = tokens._fast(encoding)
-    if fast is None:
-        pytest.skip("riptoken is not installed (tiktoken is used: nothing to compare)")
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_counts_equal_tiktoken_on_every_recorded_tree_and_line(encoding):
     enc = get_encoding(encoding)
     steps = load_steps()
     assert len(steps) >= 400
-    for step in steps:
-        for text in (step.tree, step.goal):
-            assert fast.encode_ordinary(text) == enc.encode_ordinary(text)
+    texts = [t for s in steps for t in (s.tree, s.goal)]
+    expected = [len(enc.encode(t, disallowed_special=())) for t in texts]
+    tokens.clear_line_memo()
+    for _ in ("cold", "warm"):  # the memo of line counts empty, then full
+        assert [count_tokens(t, encoding) for t in texts] == expected
+        assert [count_lines(t.split("\n"), encoding) for t in texts] == expected
+    lines = sorted({ln for s in steps for ln in s.tree.split("\n")})
+    assert line_token_counts(lines, encoding) == [len(enc.encode(ln + "\n")) for ln in lines]
+    assert count_each(texts, encoding) == expected
 
 
 hostile = st.lists(
     st.one_of(
         st.sampled_from(["\n", "\r\n", "\r", "/", " " * 70, "\t", "  \n", "\u00a0", "\u2028",
                          "<|endoftext|>", "<|fim_prefix|>", "'s", "'LL", "[12] button 'Go'",
-                         "1234567890123", "😀", "👍🏽", "\U000e0041", "\ue604", "ab" * 40, "\x00"]),
+                         "1234567890123", "😀", "👍🏽", "\U000e0041", "\ue604", "ab" * 40, "\x00",
+                         "\U000323b0's", "\x1c", "\x0b\x0c", "//", "\t\t[a5] link 'x'"]),
         st.text(max_size=12),
     ),
     max_size=200,
@@ -154,148 +158,28 @@ hostile = st.lists(
 
 
 @settings(max_examples=400, deadline=None)
-@given(hostile)
-def test_fast_encoder_matches_tiktoken_on_hostile_text(text):
-    fast, enc = tokens._fast("o200k_base"), get_encoding("o200k_base")
-    try:
-        encoded = fast.encode_ordinary(text) if fast is not None else None
-    except Exception:  # refused (lone surrogates): lrlib hands such text to tiktoken
-        encoded = None
-    if encoded is not None:
-        assert encoded == enc.encode_ordinary(text)
-    assert count_tokens(text) == len(enc.encode_ordinary(text))
-
-
-def test_tiktoken_when_riptoken_is_missing(fresh_backend):
-    fresh_backend.setitem(sys.modules, "riptoken", None)  # import riptoken -> ImportError
-    fresh_backend.setitem(sys.modules, "toktok", None)
-    assert tokens.backend_name() == "tiktoken"
-    text = "RootWebArea 'x'\n\t[1] button 'Go'\n" * 200
-    assert count_tokens(text) == len(get_encoding().encode_ordinary(text))
-
-
-def test_tiktoken_when_riptoken_disagrees_on_the_self_check(fresh_backend):
-    class Wrong:
-        def __init__(self, *args):
-            pass
-
-        def encode_ordinary(self, text):
-            return [0] * len(text)  # one token per character: wrong on most texts
-
-    fresh_backend.setitem(sys.modules, "riptoken", types.SimpleNamespace(CoreBPE=Wrong))
-    fresh_backend.setenv("LRLIB_TOKENIZER", "riptoken")  # toktok off: riptoken is asked
-    assert tokens.backend_name() == "tiktoken"
-    assert count_tokens("hello world") == 2
-
-
-def test_tiktoken_on_request(fresh_backend):
-    fresh_backend.setenv("LRLIB_TOKENIZER", "tiktoken")
-    assert tokens.backend_name() == "tiktoken"
-
-
-def test_text_riptoken_refuses_goes_to_tiktoken():
-    text = "RootWebArea 'x'\n\t[1] StaticText 'a\ud800b'\n" * 100  # a lone surrogate
-    assert count_tokens(text) == len(get_encoding().encode_ordinary(text))
-
-
-def test_big_trees_are_counted_in_parallel_pieces_exactly(real_trees, fresh_backend):
-    """Without toktok, over _PARALLEL_CHARS the missing lines are encoded in pieces on
-    several threads; the per-line counts and the total stay tiktoken's."""
-    fresh_backend.setenv("LRLIB_TOKENIZER", "riptoken")
-    lines = [ln for t in real_trees.values() for ln in t["tree"].split("\n") if ln.strip()]
-    big = []
-    while sum(map(len, big)) < 2 * tokens._PARALLEL_CHARS:
-        big += [f"{ln} #{len(big)}" for ln in lines]  # every line distinct
-    tokens.clear_line_memo()
-    text = "\n".join(big)
-    enc = get_encoding()
-    assert count_tokens(text) == len(enc.encode_ordinary(text))
-    sample = big[:: max(1, len(big) // 300)]
-    assert tokens.line_token_counts(sample) == [
-        len(enc.encode_ordinary(ln + "\n")) for ln in sample
-    ]
-
-
-# ---- the fast counter (toktok, ASCII text) against the reference (tiktoken) -------------
-
-
-def _toktok(encoding):
-    if bpe._counter(encoding) is None:
-        pytest.skip("toktok is not installed (nothing to compare)")
-    import toktok
-
-    return toktok._encoding(encoding)
-
-
-@pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
-def test_toktok_vocabulary_is_tiktokens_rank_for_rank(encoding):
-    core, enc = _toktok(encoding), get_encoding(encoding)
-    ranks = enc._mergeable_ranks
-    assert core.n_vocab >= len(ranks)
-    assert all(core.decode_single_token_bytes(rank) == token for token, rank in ranks.items())
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
-def test_toktok_counts_every_recorded_tree_and_line_exactly(encoding):
-    core, enc = _toktok(encoding), get_encoding(encoding)
-    steps = load_steps()
-    assert len(steps) >= 400
-    texts = [t for s in steps for t in (s.tree, s.goal)]
-    lines = sorted({ln + "\n" for s in steps for ln in s.tree.split("\n")})
-    for batch in (texts, lines):
-        assert core.count_batch(batch, 1, False) == [len(enc.encode_ordinary(t)) for t in batch]
-    # and lrlib's own paths (whole ASCII texts, ASCII runs + other lines), cold
-    tokens.clear_line_memo()
-    assert [count_tokens(t, encoding) for t in texts] == [
-        len(enc.encode_ordinary(t)) for t in texts
-    ]
-
-
-ascii_hostile = st.lists(
-    st.one_of(
-        st.sampled_from(["\n", "\r\n", "\r", "/", " " * 70, "\t", "  \n", "<|endoftext|>",
-                         "<|fim_prefix|>", "'s", "'LL", "'Ve", "[12] button 'Go'", "1234567890123",
-                         "ab" * 40, "\x00", "\x1c", "\x0b\x0c", "'", "//", "\t\t[a5] link 'x'"]),
-        st.text(st.characters(max_codepoint=127), max_size=12),
-    ),
-    max_size=200,
-).map("".join)  # fmt: skip
-
-
-@settings(max_examples=400, deadline=None)
-@given(ascii_hostile, st.sampled_from(["o200k_base", "cl100k_base"]))
-def test_toktok_matches_tiktoken_on_hostile_ascii_text(text, encoding):
-    core, enc = _toktok(encoding), get_encoding(encoding)
+@given(hostile, st.sampled_from(ENCODINGS))
+def test_counts_equal_tiktoken_on_hostile_text(text, encoding):
+    enc = get_encoding(encoding)
     expected = len(enc.encode_ordinary(text))
-    assert core.count(text) == expected == bpe.count(text, encoding)
-    pieces = text.split("\n")
-    assert (
-        core.count_batch(pieces * 2, 1, False) == [len(enc.encode_ordinary(p)) for p in pieces] * 2
-    )
-
-
-def test_toktok_is_kept_off_non_ascii_text():
-    """The Rust engines' Unicode tables differ on recently assigned characters: toktok
-    reads U+323B0 (CJK Extension H, Unicode 15) as tiktoken does not; lrlib never asks it."""
-    core, enc = _toktok("cl100k_base"), get_encoding("cl100k_base")
-    text = "\U000323b0's"
-    assert core.count(text) != len(enc.encode_ordinary(text))  # why only ASCII goes to toktok
-    mixed = ["RootWebArea 'x'", f"\t[1] StaticText '{text}'", "\t[2] button 'Go'"] * 400
     tokens.clear_line_memo()
-    assert count_lines(mixed, "cl100k_base") == len(enc.encode_ordinary("\n".join(mixed)))
-    assert bpe.count_each([text, "ab"], "cl100k_base") == [len(enc.encode_ordinary(text)), 1]
+    for _ in range(2):  # cold, then warm
+        assert count_tokens(text, encoding) == expected
+        assert count_tokens(text * 30, encoding) == len(enc.encode_ordinary(text * 30))
+        assert count_lines(text.split("\n"), encoding) == expected
+    lines = text.split("\n")
+    assert line_token_counts(lines, encoding) == [
+        len(enc.encode_ordinary(ln + "\n")) for ln in lines
+    ]
+    assert count_each(lines, encoding) == [len(enc.encode_ordinary(ln)) for ln in lines]
 
 
 mixed_line = st.one_of(real_line, st.text(max_size=30).filter(lambda t: "\n" not in t))
 
 
 @settings(max_examples=300, deadline=None)
-@given(
-    st.lists(mixed_line, min_size=1, max_size=60), st.sampled_from(["o200k_base", "cl100k_base"])
-)
-def test_counts_by_ascii_runs_are_exact(lines, encoding):
-    """ASCII runs by toktok, other lines by the memo: always the whole text's count."""
+@given(st.lists(mixed_line, min_size=1, max_size=60), st.sampled_from(ENCODINGS))
+def test_counts_by_lines_are_exact_cold_and_warm(lines, encoding):
     enc = get_encoding(encoding)
     text = "\n".join(lines)
     tokens.clear_line_memo()
@@ -304,23 +188,66 @@ def test_counts_by_ascii_runs_are_exact(lines, encoding):
     assert count_tokens(text * 30, encoding) == len(enc.encode_ordinary(text * 30))
 
 
-def test_riptoken_when_toktok_is_missing(fresh_backend):
-    fresh_backend.setitem(sys.modules, "toktok", None)
-    assert tokens.backend_name() in ("riptoken", "tiktoken")
-    text = "RootWebArea 'x'\n\t[1] button 'Go'\n\tStaticText 'é'\n" * 200
+def test_lone_surrogates_are_counted_as_tiktoken_does():
+    text = "RootWebArea 'x'\n\t[1] StaticText 'a\ud800b'\n" * 100
     assert count_tokens(text) == len(get_encoding().encode_ordinary(text))
 
 
-def test_toktok_off_when_it_disagrees_on_the_self_check(fresh_backend):
-    class Wrong:
-        def count(self, text):
-            return len(text)
+def test_a_big_tree_of_new_lines_is_counted_exactly_cold(real_trees):
+    lines = [ln for t in real_trees.values() for ln in t["tree"].split("\n") if ln.strip()]
+    big = [f"{ln} #{i}" for i, ln in enumerate(lines * 4)]  # every line distinct
+    tokens.clear_line_memo()
+    text = "\n".join(big)
+    enc = get_encoding()
+    assert count_tokens(text) == len(enc.encode_ordinary(text))
+    sample = big[:: max(1, len(big) // 300)]
+    assert line_token_counts(sample) == [len(enc.encode_ordinary(ln + "\n")) for ln in sample]
 
-        def count_batch(self, texts, threads, with_special):
-            return [len(t) for t in texts]
 
-    fresh_backend.setitem(sys.modules, "toktok", types.SimpleNamespace(_encoding=lambda n: Wrong()))
-    assert not tokens.backend_name().startswith("toktok")
-    assert count_tokens("hello world " * 400) == len(
-        get_encoding().encode_ordinary("hello world " * 400)
-    )
+def test_a_recent_unicode_character_is_counted_as_tiktoken_does():
+    """U+323B0 (CJK Extension H, Unicode 15) in lines counted one by one and whole."""
+    enc = get_encoding("cl100k_base")
+    text = "\U000323b0's"
+    mixed = ["RootWebArea 'x'", f"\t[1] StaticText '{text}'", "\t[2] button 'Go'"] * 400
+    tokens.clear_line_memo()
+    assert count_lines(mixed, "cl100k_base") == len(enc.encode_ordinary("\n".join(mixed)))
+    assert count_each([text, "ab"], "cl100k_base") == [len(enc.encode_ordinary(text)), 1]
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_token_byte_lengths_are_the_tokens_bytes(real_trees, encoding):
+    enc, lengths = get_encoding(encoding), token_byte_lengths(encoding)
+    text = real_trees["offsite_bestbuy_large"]["tree"] + " é😀\ue604"
+    found = enc.encode_ordinary(text)
+    assert [int(n) for n in lengths[found]] == [len(b) for b in enc.decode_tokens_bytes(found)]
+    assert int(lengths[found].sum()) == len(text.encode("utf-8"))
+
+
+def test_no_private_attribute_of_another_package_and_no_engine_switch():
+    """The module uses tiktoken's public API only (no ``x._name``), and reads no
+    environment variable but tiktoken's own cache settings."""
+    source = inspect.getsource(tokens)
+    private = [
+        node.attr
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Attribute)
+        and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+    ]
+    assert private == []
+    assert "LRLIB_TOKENIZER" not in source
+    assert set(_env_names(source)) == {"TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"}
+
+
+def _env_names(source: str) -> list[str]:
+    calls = [
+        n
+        for n in ast.walk(ast.parse(source))
+        if isinstance(n, ast.Subscript | ast.Call)
+        and "environ" in ast.unparse(n.value if isinstance(n, ast.Subscript) else n.func)
+    ]
+    names = []
+    for n in calls:
+        arg = n.slice if isinstance(n, ast.Subscript) else n.args[0]
+        names.append(ast.literal_eval(arg))
+    return names

@@ -28,7 +28,9 @@ from itertools import accumulate
 
 from lrlib.core.axtree import AxTree
 from lrlib.core.step import Step
-from lrlib.core.tokens import DEFAULT_ENCODING, _encode, _token_bytes, line_token_counts
+from lrlib.core.tokens import DEFAULT_ENCODING, line_token_counts
+from lrlib.core.tokens import encode as _encode
+from lrlib.core.tokens import token_byte_lengths as _token_bytes
 from lrlib.reducers.base import Output
 
 
