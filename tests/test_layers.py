@@ -150,8 +150,6 @@ def private_imports(path: Path) -> list[str]:
 def test_no_private_names_cross_modules(tmp_path: Path) -> None:
     """A module uses another's public names only (its job, documented)."""
     found = [hit for p in modules().values() for hit in private_imports(p)]
-    # core.tokens still reads the second BPE engine's internals; both go with bpe.py
-    found = [hit for hit in found if " lrlib.core.bpe._" not in hit]
     assert not found, "private names imported across modules:\n" + "\n".join(found)
     probe = tmp_path / "probe.py"
     probe.write_text("def f():\n    from lrlib.core.axtree import LINE_HEAD, _x\n")
