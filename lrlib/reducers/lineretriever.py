@@ -36,9 +36,9 @@ says so).
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from lrlib.core.prompts import PromptOptions, get_prompt
@@ -135,19 +135,11 @@ class LineRetriever(RetrieverPrompts, Reducer):
 
     # --- reducing ------------------------------------------------------------------------
 
-    def select(self, step: Step) -> Output:
-        """Reduce one step (blocking)."""
-        return self.client.run(lambda: self._aselect(step))
-
     def reduce(self, step: Step) -> Reduction:
-        """Reduce one step; ``latency_s`` counts the recorded model latency."""
-        return self.client.run(lambda: self.areduce(step))
-
-    async def areduce(self, step: Step) -> Reduction:
-        """Async :meth:`reduce`."""
+        """Reduce one step (blocking); ``latency_s`` counts the recorded model latency."""
         _ = step.axtree  # parse before the clock starts: shared work, not the latency
         start = time.perf_counter()
-        out = await self._aselect(step)
+        out = self.select(step)
         local = time.perf_counter() - start - (out.usage or {}).get("wall_s", 0.0)
         latency = max(0.0, local) + (out.usage or {}).get("llm_latency_s", 0.0)
         return self._reduction(step, out, latency)
@@ -159,30 +151,28 @@ class LineRetriever(RetrieverPrompts, Reducer):
         progress: Callable[[], None] | None = None,
         errors: str = "raise",
     ) -> list[Reduction | Exception]:
-        """Reduce many steps concurrently (bounded by the client's ``concurrency``).
+        """Reduce many steps concurrently, in threads (bounded by the client's ``concurrency``).
 
         With ``errors="raise"`` the first error is raised after every other step finished
         (so their answers are cached and a rerun resumes); ``"return"`` puts it in the list.
         """
 
-        async def one(step: Step) -> Reduction:
+        def one(step: Step) -> Reduction:
             try:
-                return await self.areduce(step)
+                return self.reduce(step)
             finally:
                 if progress is not None:
                     progress()
 
-        async def main() -> list[Any]:
-            return list(await asyncio.gather(*(one(s) for s in steps), return_exceptions=True))
-
-        results = self.client.run(main)
+        results = each(one, steps, self.client.parallel)
         if errors == "raise":
             for r in results:
                 if isinstance(r, BaseException):
                     raise r
         return results
 
-    async def _aselect(self, step: Step) -> Output:
+    def select(self, step: Step) -> Output:
+        """Reduce one step (blocking)."""
         original, step = step, self.shown(step)
         tree = step.axtree
         n = len(tree)
@@ -205,11 +195,12 @@ class LineRetriever(RetrieverPrompts, Reducer):
         if not windows:
             return self._fallback(original, "context", completions, 0.0, [])
         several = len(windows) > 1
-        asks = [  # requests built now, while this step's prompt is still memoised
-            self._ask(step, w, shown, completions, several, 0, self.request(step, w))
-            for w in windows
-        ]
-        outcomes = await asyncio.gather(*asks, return_exceptions=True)
+        requests = [self.request(step, w) for w in windows]  # while the prompt is memoised
+
+        def ask(i: int) -> list[Selection]:
+            return self._ask(step, windows[i], shown, completions, several, 0, requests[i])
+
+        outcomes = each(ask, range(len(windows)), self.client.parallel)
         wall = time.perf_counter() - wall
         for outcome in outcomes:  # the first failure in line order decides, deterministically
             if isinstance(outcome, _Failure):
@@ -236,7 +227,7 @@ class LineRetriever(RetrieverPrompts, Reducer):
             extra,
         )
 
-    async def _ask(
+    def _ask(
         self,
         step: Step,
         window: tuple[int, int],
@@ -249,7 +240,7 @@ class LineRetriever(RetrieverPrompts, Reducer):
         """Ask about one window; halve it when the endpoint says it is too long."""
         n = len(step.axtree)
         try:
-            completion = await self.client.acomplete(request or self.request(step, window))
+            completion = self.client.complete(request or self.request(step, window))
         except ContextLengthError:
             completion = None
         except LLMTimeout:
@@ -258,9 +249,10 @@ class LineRetriever(RetrieverPrompts, Reducer):
             halves = split_window(numbered_lines(shown), step.axtree.depths, window)
             if depth >= _MAX_SPLITS or len(halves) < 2:
                 raise _Failure("context")
-            parts = await asyncio.gather(
-                *(self._ask(step, h, shown, completions, True, depth + 1) for h in halves),
-                return_exceptions=True,
+            parts = each(
+                lambda h: self._ask(step, h, shown, completions, True, depth + 1),
+                halves,
+                self.client.parallel,
             )
             for p in parts:
                 if isinstance(p, BaseException):
@@ -314,3 +306,23 @@ class LineRetriever(RetrieverPrompts, Reducer):
             reason,
             extra,
         )
+
+
+def each(fn: Callable[[Any], Any], items: Sequence[Any], workers: int) -> list[Any]:
+    """``fn`` of every item, in threads (at most ``workers``); an exception is returned in
+    its item's place. One item runs in the calling thread.
+
+    >>> each(lambda x: 1 // x, [1, 0], 2)[0], type(each(lambda x: 1 // x, [1, 0], 2)[1]).__name__
+    (1, 'ZeroDivisionError')
+    """
+
+    def safe(item: Any) -> Any:
+        try:
+            return fn(item)
+        except Exception as exc:
+            return exc
+
+    if len(items) <= 1:
+        return [safe(i) for i in items]
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(items)))) as pool:
+        return list(pool.map(safe, items))

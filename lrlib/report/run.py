@@ -18,8 +18,8 @@ Q4_1 GGUF) for both answer modes ship in ``data/cache/llm``, so they replay inst
 
 from __future__ import annotations
 
-import asyncio
 import json
+import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -161,44 +161,42 @@ def run_steps(
     """
     from tqdm.auto import tqdm
 
-    waiting = [0]
+    from lrlib.reducers.lineretriever import each
 
-    async def one(step: Step, bar: Any, slots: asyncio.Semaphore) -> list[dict[str, Any]]:
+    waiting = [0]
+    lock = threading.Lock()
+
+    def one(step: Step) -> list[dict[str, Any]]:
         rows = []
-        async with slots:  # no more steps open than requests in flight
-            for reducer in reducers:
+        for reducer in reducers:
+            with lock:
                 waiting[0] += 1
-                try:
-                    rows.append(result_row(step, await reducer.areduce(step)))
-                finally:
+            try:
+                rows.append(result_row(step, reducer.reduce(step)))
+            finally:
+                with lock:
                     waiting[0] -= 1
-                bar.set_postfix_str(f"waiting on {waiting[0]}", refresh=False)
-                bar.update(1)
+                    bar.set_postfix_str(f"waiting on {waiting[0]}", refresh=False)
+                    bar.update(1)
         return rows
 
-    async def tick(bar: Any) -> None:
-        while True:
-            bar.set_postfix_str(f"waiting on {waiting[0]}", refresh=False)
-            bar.refresh()
-            await asyncio.sleep(TICK_SECONDS)
+    def tick(stop: threading.Event) -> None:
+        while not stop.wait(TICK_SECONDS):
+            with lock:
+                bar.set_postfix_str(f"waiting on {waiting[0]}", refresh=False)
+                bar.refresh()
 
     with tqdm(
         total=len(steps) * len(reducers), desc="lineretriever", unit="answer", disable=not progress
     ) as bar:
-
-        async def main() -> list[Any]:
-            slots = asyncio.Semaphore(reducers[0].client.parallel)
-            tasks = (one(s, bar, slots) for s in steps)
-            ticker = asyncio.ensure_future(tick(bar)) if progress else None
-            try:
-                return list(await asyncio.gather(*tasks, return_exceptions=True))
-            finally:
-                if ticker is not None:
-                    ticker.cancel()
-                for client in {id(r.client): r.client for r in reducers}.values():
-                    await client.aclose()
-
-        results = reducers[0].client.run(main)
+        stop = threading.Event()
+        ticker = threading.Thread(target=tick, args=(stop,), daemon=True)
+        if progress:
+            ticker.start()
+        try:  # no more steps open than requests in flight
+            results = each(one, list(steps), reducers[0].client.parallel)
+        finally:
+            stop.set()
     for r in results:
         if isinstance(r, BaseException):
             raise r
