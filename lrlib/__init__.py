@@ -105,7 +105,6 @@ _SUBMODULES: dict[str, str] = {
     "tokens": "core.tokens",
     "traces": "data.traces",
     "views": "core.views",
-    "windows": "core.windows",
 }
 __all__ = sorted(_API)
 

@@ -14,11 +14,16 @@ from hypothesis import strategies as st
 from lrlib.core.step import Step
 from lrlib.core.tokens import count_lines, line_token_counts
 from lrlib.core.views import compact_lines
-from lrlib.core.windows import merge, plan_windows, restrict, split_window
 from lrlib.llm.cache import ResponseCache
 from lrlib.llm.client import Completion, LLMClient
 from lrlib.reducers import get_reducer, list_reducers
-from lrlib.reducers.lineretriever import LineRetriever
+from lrlib.reducers.lineretriever import (
+    LineRetriever,
+    merge,
+    plan_windows,
+    restrict,
+    split_window,
+)
 
 SHOWN = re.compile(r"^(\d+): ", re.MULTILINE)
 

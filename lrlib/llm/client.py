@@ -14,7 +14,7 @@ threads (at most ``concurrency`` requests in flight), the same in a script and i
 Retries are the openai SDK's own (``max_retries``, exponential backoff with jitter, honouring
 ``Retry-After``; each attempt bounded by ``timeout``): rate limits (429), server errors (5xx),
 timeouts, dropped connections, and bodies that are not a chat completion (marked retryable
-on the way in, see :class:`_CheckedTransport`). After the SDK gives up, the error becomes one
+on the way in by the client's transport). After the SDK gives up, the error becomes one
 :class:`LLMError` with a message that says what to fix (:mod:`lrlib.llm.errors`). Every
 answer is a :class:`Completion` that records its tokens (prompt, completion, cached), latency,
 attempts, model and the prompt variant's name and hash; answers go through
@@ -27,6 +27,7 @@ attempts, model and the prompt variant's name and hash; answers go through
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
@@ -35,8 +36,6 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
-
-import httpx2
 
 from lrlib.llm.cache import ResponseCache, request_key
 from lrlib.llm.completions import (
@@ -330,7 +329,7 @@ class LLMClient:
                     api_key=key,  # local servers may need none
                     timeout=self.timeout,
                     max_retries=self.max_retries,
-                    http_client=openai.DefaultHttpxClient(transport=_CheckedTransport()),
+                    http_client=openai.DefaultHttpxClient(transport=_checked_transport()()),
                 )
                 self._slots = threading.BoundedSemaphore(limit)
             assert self._slots is not None
@@ -340,30 +339,37 @@ class LLMClient:
 _attempt = threading.local()  # attempts of the request the current thread is sending
 
 
-class _CheckedTransport(httpx2.HTTPTransport):
-    """Counts attempts, and turns an HTTP 200 that is not a chat completion (a cut-off or
-    unexpected body) into a retryable error, so the SDK retries it like a 5xx."""
+@functools.cache
+def _checked_transport() -> type:
+    """The transport class of the openai client (made on first use: httpx2 loads lazily)."""
+    import httpx2
 
-    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-        _attempt.count = getattr(_attempt, "count", 0) + 1
-        response = super().handle_request(request)
-        if response.status_code != 200 or not request.url.path.endswith("/chat/completions"):
-            return response
-        raw = response.read()
-        try:
-            body = json.loads(raw)
-            ok = isinstance(body["choices"][0]["message"], dict)
-        except (ValueError, KeyError, IndexError, TypeError):
-            ok = False
-        if ok:
-            return response
-        text = raw.decode("utf-8", "replace")[:200]
-        return httpx2.Response(
-            502,
-            headers={"x-should-retry": "true", MALFORMED_HEADER: "1"},
-            json={"error": {"message": f"not a chat completion: {text}"}},
-            request=request,
-        )
+    class CheckedTransport(httpx2.HTTPTransport):
+        """Counts attempts, and turns an HTTP 200 that is not a chat completion (a cut-off
+        or unexpected body) into a retryable 502, so the SDK retries it like a server error."""
+
+        def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+            _attempt.count = getattr(_attempt, "count", 0) + 1
+            response = super().handle_request(request)
+            if response.status_code != 200 or not request.url.path.endswith("/chat/completions"):
+                return response
+            raw = response.read()
+            try:
+                body = json.loads(raw)
+                ok = isinstance(body["choices"][0]["message"], dict)
+            except (ValueError, KeyError, IndexError, TypeError):
+                ok = False
+            if ok:
+                return response
+            text = raw.decode("utf-8", "replace")[:200]
+            return httpx2.Response(
+                502,
+                headers={"x-should-retry": "true", MALFORMED_HEADER: "1"},
+                json={"error": {"message": f"not a chat completion: {text}"}},
+                request=request,
+            )
+
+    return CheckedTransport
 
 
 def _env_int(name: str) -> int | None:

@@ -10,7 +10,7 @@ The notebooks use a fixed configuration, :data:`DEFAULT_CONFIG`, over a fixed se
 steps, :func:`default_steps`; the answers of the embedded model (SmolLM2-135M-Instruct,
 Q4_1 GGUF) for both answer modes ship in ``data/cache/llm``, so they replay instantly:
 
->>> DEFAULT_CONFIG["prompt"], DEFAULT_CONFIG["view"], DEFAULT_ANSWERS
+>>> DEFAULT_CONFIG.prompt, DEFAULT_CONFIG.view, DEFAULT_ANSWERS
 ('paper', 'compact', ('tags', 'json'))
 
 ``default_results()`` returns that run as a DataFrame (one row per step and answer mode).
@@ -27,20 +27,20 @@ from typing import Any
 from lrlib import paths
 from lrlib.core.step import Step
 from lrlib.reducers.base import Reduction
+from lrlib.reducers.lineretriever import LineRetriever, RetrieverConfig, each
 
 # the configuration whose answers of the embedded model ship in data/cache/llm
-DEFAULT_CONFIG: dict[str, Any] = {
-    "prompt": "paper",
-    "view": "compact",
-    "think": False,  # SmolLM2 generates ~26 tokens/s on 2 cores: no free-form reasoning
-    "history": True,
-    "max_tokens": 128,
-    "max_ranges": 6,  # structured mode: a bounded schema, so SmolLM2 closes its JSON
-    "temperature": 0.0,
-    "seed": 0,
-    "model": "SmolLM2-135M-Instruct.Q4_1",  # pinned: the notebooks never call another model
-}
-_CLIENT_KEYS = ("max_tokens", "temperature", "seed", "model")
+DEFAULT_CONFIG = RetrieverConfig(
+    prompt="paper",
+    view="compact",
+    think=False,  # SmolLM2 generates ~26 tokens/s on 2 cores: no free-form reasoning
+    history=True,
+    max_tokens=128,
+    max_ranges=6,  # structured mode: a bounded schema, so SmolLM2 closes its JSON
+    temperature=0.0,
+    seed=0,
+    model="SmolLM2-135M-Instruct.Q4_1",  # pinned: the notebooks never call another model
+)
 DEFAULT_ANSWERS = ("tags", "json")
 DEFAULT_ANSWER = "json"  # structured output: the embedded model closes it, tags it does not
 DEFAULT_SPLIT = "validation"
@@ -48,19 +48,15 @@ DEFAULT_N_STEPS = 40
 TICK_SECONDS = 1.0  # how often the progress bar of a run redraws while answers are awaited
 
 
-def default_reducer(answer: str = "tags", **overrides: Any) -> Any:
+def default_reducer(answer: str = "tags", **overrides: Any) -> LineRetriever:
     """LineRetriever in :data:`DEFAULT_CONFIG` (``overrides`` change any option, e.g.
-    ``offline=True`` to refuse to run a model, or ``strategy="remove"``).
+    ``offline=True`` to refuse to run a model, or ``strategy="remove"``; a ``client``
+    brings its own model and sampling).
 
     >>> default_reducer("json", cache=False).params["answer"]
     'json'
     """
-    from lrlib.reducers import get_reducer
-
-    options = {**DEFAULT_CONFIG, "answer": answer, **overrides}
-    if "client" in overrides:  # the client brings its own model and sampling
-        options = {k: v for k, v in options.items() if k not in _CLIENT_KEYS or k in overrides}
-    return get_reducer("lineretriever", **options)
+    return LineRetriever(DEFAULT_CONFIG.replace(answer=answer), **overrides)
 
 
 def default_steps(n: int = DEFAULT_N_STEPS, split: str = DEFAULT_SPLIT) -> list[Step]:
@@ -160,8 +156,6 @@ def run_steps(
     are being waited on), so a slow model never looks like a hung command.
     """
     from tqdm.auto import tqdm
-
-    from lrlib.reducers.lineretriever import each
 
     waiting = [0]
     lock = threading.Lock()
