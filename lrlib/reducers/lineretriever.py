@@ -67,6 +67,8 @@ _MAX_SPLITS = 4
 _CLIENT_FIELDS = ("model", "max_tokens", "temperature", "seed")
 
 Window = tuple[int, int]
+_KINDS = {"bool": bool, "int": int, "float": float, "str": str}
+_WORDS = {"bool": "True or False", "int": "an integer", "float": "a number", "str": "a word"}
 
 
 # --- 1. the configuration ---------------------------------------------------------------
@@ -101,6 +103,21 @@ class RetrieverConfig:
     temperature: float | None = 0.0
     seed: int | None = 0
 
+    def __post_init__(self) -> None:
+        """A value of another kind than its field's (``budget="abc"``) fails here, in one line."""
+        for f in fields(self):
+            plain = str(f.type).replace(" ", "").removesuffix("|None")
+            kind, value = _KINDS.get(plain), getattr(self, f.name)
+            if kind is None or value is None:
+                continue
+            ok = isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
+            if kind is float:
+                ok = isinstance(value, int | float) and not isinstance(value, bool)
+            if not ok:
+                raise ValueError(
+                    f"reducer 'lineretriever' option {f.name!r} takes {_WORDS[plain]}, not {value!r}"
+                )
+
     def replace(self, **changes: Any) -> RetrieverConfig:
         """A copy with ``changes`` (an unknown name raises TypeError)."""
         return replace(self, **changes)
@@ -111,11 +128,6 @@ class RetrieverConfig:
         return PromptOptions(
             use_history=self.history, think=self.think, answer=self.answer, view=self.view
         )
-
-    def client(self, **client_options: Any) -> LLMClient:
-        """A new :class:`LLMClient` with this configuration's model and sampling."""
-        sampling = {k: getattr(self, k) for k in _CLIENT_FIELDS}
-        return LLMClient(**{**sampling, **client_options})
 
 
 _CONFIG_FIELDS = frozenset(f.name for f in fields(RetrieverConfig))
@@ -156,7 +168,8 @@ class LineRetriever(Reducer):
             raise TypeError(f"pass client= or client options, not both: {given}")
         self.config = config
         self.options = config.options
-        self.client = client or config.client(**client_options)
+        sampling = {k: getattr(config, k) for k in _CLIENT_FIELDS}
+        self.client = client or LLMClient(**sampling, **client_options)
         super().__init__(
             config.encoding,
             prompt=config.prompt,
@@ -623,7 +636,8 @@ def merge(selections: Sequence[Selection], n_lines: int) -> Selection:
 
 def each(fn: Callable[[Any], Any], items: Sequence[Any], workers: int) -> list[Any]:
     """``fn`` of every item, in threads (at most ``workers``); an exception is returned in
-    its item's place. One item runs in the calling thread.
+    its item's place. One item runs in the calling thread. On Ctrl-C the items not started
+    are dropped (those in flight finish, so their answers are cached).
 
     >>> out = each(lambda x: 1 // x, [1, 0], 2)
     >>> out[0], type(out[1]).__name__
@@ -638,5 +652,8 @@ def each(fn: Callable[[Any], Any], items: Sequence[Any], workers: int) -> list[A
 
     if len(items) <= 1:
         return [safe(i) for i in items]
-    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(items)))) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, min(workers, len(items))))
+    try:
         return list(pool.map(safe, items))
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
