@@ -195,7 +195,7 @@ def test_cli_run_stops_clearly_and_resumes(tmp_path, monkeypatch, capsys):
     def cli(url: str) -> int:
         return main(["run", "--split", "validation", "--limit", "6", "--base-url", url,
                      "--model", MODEL, "--view", "full", "--no-think", "--answer", "tags", "--cache-dir",
-                     str(tmp_path / "cache"), "--concurrency", "2", "-o", str(out),
+                     str(tmp_path / "cache"), "--concurrency", "2", "--max-retries", "1", "-o", str(out),
                      "--no-progress"])  # fmt: skip
 
     with DrillServer(lambda n, body: ("die",) if n >= 3 else ok(n, body)) as dying:
