@@ -39,6 +39,7 @@ __all__ = [
     "register_reducer",
     "list_reducers",
     "LineRetriever",
+    "RetrieverConfig",
     "LLMClient",
     # recorded observations
     "load_observations",
@@ -70,6 +71,7 @@ _HOME = {
     "register_reducer": "reducers.registry",
     "list_reducers": "reducers.registry",
     "LineRetriever": "reducers.lineretriever",
+    "RetrieverConfig": "reducers.lineretriever",
     "LLMClient": "llm.client",
     "load_observations": "data.dataset",
     "load_steps": "data.dataset",

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lrlib.core.step import Step
+from lrlib.core.tokens import count_tokens
 from lrlib.eval import costs
 
 AGENT = costs.Price("agent", "2025-01-01", input=2.0, cached_input=0.5, output=8.0)
@@ -140,7 +141,7 @@ def test_retriever_prompt_tokens_on_a_real_episode(real_trees):
     )
     other = Step(goal=t["goal"], tree=t["tree"], step_id="f/0", meta={"episode": "f"})
     table = costs.retriever_prompt_tokens([first, second, other])
-    tree_tokens = costs.count_tokens(t["tree"])
+    tree_tokens = count_tokens(t["tree"])
     # the numbered tree plus instructions: more than the tree itself
     assert (table["retriever_prompt_tokens"] > tree_tokens).all()
     # the first step of an episode shares nothing; the next one shares system + goal

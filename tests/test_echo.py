@@ -20,7 +20,6 @@ from lrlab.injection.inject import inject
 from lrlib.core.echo import names_only
 from lrlib.core.ranges import AnswerParseError, parse_answer
 from lrlib.core.views import render
-from lrlib.core.windows import window_lines
 from lrlib.data import dataset as data
 
 VIEWS = ("full", "compact", "window", "names")
@@ -48,7 +47,7 @@ def _shown(item, view: str, block: str) -> list[str]:
     chosen = [p for p in item.placements if block in ("all", p.attack)]
     first, last = min(p.first for p in chosen), max(p.last for p in chosen)
     if view == "window":
-        text = window_lines(tree, "compact", (max(1, first - 3), min(len(tree), last + 3)))
+        text = render(tree, "compact", window=(max(1, first - 3), min(len(tree), last + 3)))
     else:
         text = render(tree, "full" if view == "names" else view)
     lines = [ln for ln in text.split("\n") if first <= int(ln.split(":", 1)[0]) <= last]

@@ -21,12 +21,11 @@ from drill_server import DrillServer
 
 from lrlib.data.dataset import load_steps
 from lrlib.llm.cache import ResponseCache
-from lrlib.llm.client import LLMClient, LLMError
+from lrlib.llm.client import LLMError
 from lrlib.reducers import get_reducer
 from lrlib.report.run import run_steps as _run_steps
 
 MODEL = "drill-model"
-FAST = {"backoff": 0.01, "max_backoff": 0.05}
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +62,6 @@ def retriever(url: str, cache_dir: Path, **kw):
         "cache": ResponseCache(cache_dir),
         "max_retries": 2,
         "timeout": 5.0,
-        **FAST,
     }
     options.update(kw)  # fmt: skip
     return get_reducer("lineretriever", **options)
@@ -192,14 +190,12 @@ def test_cli_run_stops_clearly_and_resumes(tmp_path, monkeypatch, capsys):
     resumes; the rerun asks only for what is missing and writes the full table."""
     from lrlib.cli import main
 
-    monkeypatch.setitem(LLMClient.__init__.__kwdefaults__, "backoff", 0.01)
-    monkeypatch.setitem(LLMClient.__init__.__kwdefaults__, "max_backoff", 0.05)
     out = tmp_path / "run.csv"
 
     def cli(url: str) -> int:
         return main(["run", "--split", "validation", "--limit", "6", "--base-url", url,
                      "--model", MODEL, "--view", "full", "--no-think", "--answer", "tags", "--cache-dir",
-                     str(tmp_path / "cache"), "--concurrency", "2", "-o", str(out),
+                     str(tmp_path / "cache"), "--concurrency", "2", "--max-retries", "1", "-o", str(out),
                      "--no-progress"])  # fmt: skip
 
     with DrillServer(lambda n, body: ("die",) if n >= 3 else ok(n, body)) as dying:
@@ -246,7 +242,6 @@ def test_killed_run_leaves_a_sound_cache_and_resumes(tmp_path, monkeypatch):
     stored = set(cache.keys())
     assert all(cache.load(k) is not None for k in stored)  # nothing half-written is trusted
     assert len({k for k, _ in delivered} - stored) <= 2  # at most the answers in flight
-    monkeypatch.setitem(LLMClient.__init__.__kwdefaults__, "backoff", 0.01)
     with DrillServer(ok) as fresh:
         assert main(args(fresh.url)) == 0
         assert len(fresh.requests) == 16 - len(stored)

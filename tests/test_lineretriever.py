@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 
@@ -15,11 +14,16 @@ from hypothesis import strategies as st
 from lrlib.core.step import Step
 from lrlib.core.tokens import count_lines, line_token_counts
 from lrlib.core.views import compact_lines
-from lrlib.core.windows import merge, plan_windows, restrict, split_window
 from lrlib.llm.cache import ResponseCache
 from lrlib.llm.client import Completion, LLMClient
 from lrlib.reducers import get_reducer, list_reducers
-from lrlib.reducers.lineretriever import LineRetriever
+from lrlib.reducers.lineretriever import (
+    LineRetriever,
+    merge,
+    plan_windows,
+    restrict,
+    split_window,
+)
 
 SHOWN = re.compile(r"^(\d+): ", re.MULTILINE)
 
@@ -55,8 +59,6 @@ def retriever(url: str, tmp_path, **kw) -> LineRetriever:
         "fake-model",
         base_url=url,
         cache=ResponseCache(tmp_path / "llm"),
-        backoff=0.01,
-        max_backoff=0.02,
         **client_kw,
     )
     return LineRetriever(client=client, **kw)
@@ -223,11 +225,11 @@ def test_any_answer_gives_a_selection_or_a_recorded_fallback(real_trees, answer)
     step = step_of(real_trees["webarena_magento"])
     r = LineRetriever(model="m", base_url="http://127.0.0.1:9/v1", cache=False)
 
-    async def fake(request):
+    def fake(request):
         return Completion(answer, "m", "compatible", 1, 1, None, 0.01, "stop", "k")
 
-    r.client.acomplete = fake  # the policy itself, without HTTP
-    red = asyncio.run(r.areduce(step))
+    r.client.complete = fake  # the policy itself, without HTTP
+    red = r.reduce(step)
     if red.failure is None:
         assert len(red.kept) >= 3 and red.tokens_after > 0
     else:

@@ -21,7 +21,6 @@ import pytest
 from drill_server import DrillServer
 
 from lrlib.cli import main
-from lrlib.llm.client import LLMClient
 
 REPO = Path(__file__).resolve().parents[1]
 # a key the developer may have in their shell (conftest removes it before each test)
@@ -78,7 +77,6 @@ def test_canary_key_goes_to_the_server_and_nowhere_else(
     monkeypatch.setenv("OPENAI_LOG", "debug")
     monkeypatch.setenv("LRLIB_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("LRLIB_WORK_DIR", str(tmp_path / "work"))
-    monkeypatch.setitem(LLMClient.__init__.__kwdefaults__, "backoff", 0.01)
     with DrillServer(_ok) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         common = ["--split", "validation"]

@@ -115,9 +115,12 @@ class PromptVariant:
         tree: AxTree | str,
         history: Sequence[str] = (),
         options: PromptOptions | None = None,
+        window: tuple[int, int] | None = None,
         **switches: Any,
     ) -> list[dict[str, str]]:
-        """Chat messages for the openai client. ``switches`` override ``options`` fields.
+        """Chat messages for the openai client. ``switches`` override ``options`` fields;
+        ``window=(a, b)`` shows only lines ``a..b`` of the tree (one part of a long tree,
+        global line numbers kept).
 
         >>> m = get_prompt("paper").build("Open the menu", "[7] button 'Menu'", think=False)
         >>> "1: [7] button 'Menu'" in m[1]["content"]
@@ -130,9 +133,14 @@ class PromptVariant:
         if options.use_history:
             past = "\n".join(f"{i}. {a}" for i, a in enumerate(history, 1)) or "(none yet)"
             parts.append(f"# Actions taken so far\n{past}")
+        n = len(tree)
+        if window is None or window == (1, n):
+            what = f"{n} numbered lines"
+        else:
+            what = f"lines {window[0]}-{window[1]} of {n} (one part)"
         parts.append(
-            f"# Observation: accessibility tree, {len(tree)} numbered lines\n"
-            "<observation>\n" + render(tree, options.view) + "\n</observation>"
+            f"# Observation: accessibility tree, {what}\n"
+            "<observation>\n" + render(tree, options.view, window=window) + "\n</observation>"
         )
         parts.append(f"# Your task\n{self.guidance.strip()}")
         parts.append("# Answer format\n" + _answer_format(options))

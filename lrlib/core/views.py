@@ -43,11 +43,26 @@ def list_views() -> list[str]:
     return sorted(_VIEWS)
 
 
-def render(tree: AxTree, view: str = "full", fmt: str = NUMBER_FORMAT) -> str:
-    """The numbered text of ``tree`` under ``view``; hidden lines keep their numbers unused."""
+def render(
+    tree: AxTree,
+    view: str = "full",
+    fmt: str = NUMBER_FORMAT,
+    window: tuple[int, int] | None = None,
+) -> str:
+    """The numbered text of ``tree`` under ``view``; hidden lines keep their numbers unused.
+    ``window=(a, b)``: only lines ``a..b``, with their global numbers.
+
+    >>> from lrlib.core.axtree import parse
+    >>> render(parse("a\\nb\\nc"), "full", window=(2, 3))
+    '2: b\\n3: c'
+    """
     texts = get_view(view)(tree)
     if len(texts) != len(tree):
         raise ValueError(f"view {view!r} returned {len(texts)} entries for {len(tree)} lines")
+    if window is not None and window != (1, len(tree)):
+        a, b = window
+        lines = range(a, b + 1)
+        return "\n".join(fmt.format(n=n) + t for n in lines if (t := texts[n - 1]) is not None)
     if texts is tree.texts or None not in texts:
         return tree.numbered(fmt, texts)  # type: ignore[arg-type]
     return "\n".join(fmt.format(n=n) + t for n, t in enumerate(texts, 1) if t is not None)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from lrlib.core.prompts import PromptOptions, get_prompt
 from lrlib.core.step import Step
-from lrlib.core.tokens import DEFAULT_ENCODING, count_tokens
+from lrlib.core.tokens import DEFAULT_ENCODING
 from lrlib.eval.prices import (  # noqa: F401  (re-exported: notebooks read prices here)
     PRICE_COLUMNS,
     Price,
@@ -36,13 +36,11 @@ from lrlib.eval.prices import (  # noqa: F401  (re-exported: notebooks read pric
     paper_breakeven,
     prices_path,
 )
+from lrlib.llm.completions import TOKENS_PER_REPLY, chat_tokens
 
 if TYPE_CHECKING:
     import pandas as pd
 
-# chat formatting overhead of OpenAI's chat models: per message, and to prime the reply
-TOKENS_PER_MESSAGE = 3
-TOKENS_PER_REPLY = 3
 # OpenAI's prompt caching: prefixes of 1024 tokens or more, hit in steps of 128 tokens
 CACHE_MIN_TOKENS = 1024
 CACHE_INCREMENT = 128
@@ -81,6 +79,7 @@ def retriever_prompt_tokens(
     Steps of an episode must come in order (``meta["episode"]``; no episode: no sharing).
 
     >>> s = Step(goal="Buy milk", tree="RootWebArea 'Shop'\\n\\t[4] button 'Buy'", step_id="a")
+    >>> from lrlib.core.tokens import count_tokens
     >>> t = retriever_prompt_tokens([s])
     >>> int(t.loc[0, "retriever_prompt_tokens"]) > count_tokens(s.tree)
     True
@@ -91,19 +90,13 @@ def retriever_prompt_tokens(
     rows: list[dict[str, Any]] = []
     previous: tuple[Any, str] | None = None
     for step in steps:
-        system, user = variant.build(step.goal, step.axtree, step.history, options)
-        sys_tokens = count_tokens(system["content"], encoding) + TOKENS_PER_MESSAGE
-        total = (
-            sys_tokens
-            + count_tokens(user["content"], encoding)
-            + TOKENS_PER_MESSAGE
-            + TOKENS_PER_REPLY
-        )
+        system, user = messages = variant.build(step.goal, step.axtree, step.history, options)
+        total = chat_tokens(messages, encoding)
         episode = step.meta.get("episode") if step.meta else None
         prefix = 0
         if previous is not None and episode is not None and previous[0] == episode:
             shared = _shared_prefix(previous[1], user["content"])
-            prefix = sys_tokens + TOKENS_PER_MESSAGE + count_tokens(shared, encoding)
+            prefix = chat_tokens([system, {"content": shared}], encoding) - TOKENS_PER_REPLY
         previous = (episode, user["content"])
         rows.append(
             {

@@ -8,15 +8,17 @@ Where requests go (arguments first, then the environment, never hard-coded):
 - neither: the embedded SmolLM2-135M-Instruct (:mod:`lrlib.llm.server`), started on the first
   request that the cache cannot answer, so a cached run never starts it.
 
-The model comes from ``model``, ``LRLIB_MODEL`` or ``OPENAI_MODEL``. Requests run
-concurrently (asyncio, at most ``concurrency`` at once), each attempt bounded by
-``timeout``; rate limits (429), server errors (5xx), timeouts and dropped connections are
-retried with exponential backoff and jitter (honouring ``Retry-After``); other errors raise
-:class:`LLMError` at once with a message that says what to fix (the taxonomy and the mapping
-of transport errors: :mod:`lrlib.llm.errors`). Every answer is a :class:`Completion` that
-records its tokens (prompt, completion, cached), latency, model and the prompt variant's name
-and hash; answers go through :class:`~lrlib.llm.cache.ResponseCache` (the records and their cache
-entries: :mod:`lrlib.llm.completions`). The errors and records are importable from here too.
+The model comes from ``model``, ``LRLIB_MODEL`` or ``OPENAI_MODEL``. Calls are plain
+blocking calls on one ``openai.OpenAI`` client; :meth:`LLMClient.complete_many` runs them in
+threads (at most ``concurrency`` requests in flight), the same in a script and in Jupyter.
+Retries are the openai SDK's own (``max_retries``, exponential backoff with jitter, honouring
+``Retry-After``; each attempt bounded by ``timeout``): rate limits (429), server errors (5xx),
+timeouts, dropped connections, and bodies that are not a chat completion (marked retryable
+on the way in by the client's transport). After the SDK gives up, the error becomes one
+:class:`LLMError` with a message that says what to fix (:mod:`lrlib.llm.errors`). Every
+answer is a :class:`Completion` that records its tokens (prompt, completion, cached), latency,
+attempts, model and the prompt variant's name and hash; answers go through
+:class:`~lrlib.llm.cache.ResponseCache` (:mod:`lrlib.llm.completions`).
 
 >>> client = LLMClient("llama3", base_url="http://localhost:8000/v1", cache=False)
 >>> client.endpoint.kind, client.model
@@ -25,27 +27,29 @@ entries: :mod:`lrlib.llm.completions`). The errors and records are importable fr
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
+import functools
+import json
 import os
-import random
+import threading
 import time
-import weakref
-from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
+from typing import Any
 
-from lrlib.core.tokens import count_tokens
 from lrlib.llm.cache import ResponseCache, request_key
 from lrlib.llm.completions import (
+    TOKENS_PER_REPLY,
     Completion,
     Request,
+    chat_tokens,
     error_entry,
     from_entry,
     from_response,
     to_entry,
 )
 from lrlib.llm.errors import (
+    MALFORMED_HEADER,
     RETRYABLE,
     CacheMissError,
     ContextLengthError,
@@ -68,26 +72,20 @@ __all__ = [
     "Request",
 ]
 
-T = TypeVar("T")
 # tokens of the model per o200k token, to estimate prompt sizes offline (measured on
 # numbered AxTree prompts: SmolLM2's tokenizer needs 1.27-1.51x; a margin on top)
 TOKEN_RATIO = {"embedded": 1.6, "openai": 1.0, "compatible": 1.3}
 
 
-@dataclass
-class _Session:
-    client: Any  # openai.AsyncOpenAI, bound to one event loop
-    semaphore: asyncio.Semaphore
-
-
 class LLMClient:
-    """Chat completions with concurrency, retries, a response cache and per-call records.
+    """Chat completions with concurrency, the SDK's retries, a response cache and records.
 
     Sampling defaults are deterministic (``temperature=0``, ``seed=0``). For models that
     reject a parameter (e.g. OpenAI reasoning models and ``temperature``) pass ``None``;
     ``extra`` adds endpoint-specific parameters (they count in the cache key).
     ``cache``: a :class:`ResponseCache`, True for the default one, False for none.
     ``offline=True`` answers from the cache only (:class:`CacheMissError` otherwise).
+    ``max_retries`` and ``timeout`` (seconds per attempt) go to ``openai.OpenAI``.
     """
 
     def __init__(
@@ -102,8 +100,6 @@ class LLMClient:
         extra: Mapping[str, Any] | None = None,
         timeout: float | None = None,
         max_retries: int = 4,
-        backoff: float = 0.5,
-        max_backoff: float = 30.0,
         concurrency: int = 8,
         cache: ResponseCache | bool = True,
         refresh: bool = False,
@@ -121,7 +117,6 @@ class LLMClient:
         # a CPU model needs minutes for a long prompt; an API answers in seconds
         self.timeout = timeout or (600.0 if self.endpoint.kind == "embedded" else 120.0)
         self.max_retries = max_retries
-        self.backoff, self.max_backoff = backoff, max_backoff
         self.concurrency = max(1, concurrency)
         if cache is True:
             cache = ResponseCache(refresh=refresh)
@@ -136,11 +131,10 @@ class LLMClient:
         )
         self.token_ratio = token_ratio or TOKEN_RATIO[self.endpoint.kind]
         self.records: list[dict[str, Any]] = []  # one usage record per completed call
-        # per event loop: the openai client + semaphore, and the requests in flight
-        self._loops: weakref.WeakKeyDictionary[Any, asyncio.Task[_Session]]
-        self._loops = weakref.WeakKeyDictionary()
-        self._inflight: weakref.WeakKeyDictionary[Any, dict[str, asyncio.Future[Completion]]]
-        self._inflight = weakref.WeakKeyDictionary()
+        self._openai: Any = None  # openai.OpenAI, made on the first uncached request
+        self._slots: threading.BoundedSemaphore | None = None  # requests in flight
+        self._lock = threading.Lock()
+        self._inflight: dict[str, Future[Completion]] = {}
 
     @property
     def parallel(self) -> int:
@@ -188,13 +182,14 @@ class LLMClient:
         return request_key(self.endpoint.kind, self.model, request.messages, request.params)
 
     def estimate_tokens(self, messages: Sequence[Mapping[str, str]]) -> int:
-        """Prompt size in the model's tokens, estimated offline (o200k x ``token_ratio``).
+        """Prompt size in the model's tokens, estimated offline: :func:`chat_tokens` without
+        the reply's tokens, plus a margin of 5 a message, times ``token_ratio``, plus 16.
 
         >>> c = LLMClient("m", base_url="http://localhost:8000/v1", cache=False)
         >>> c.estimate_tokens([{"role": "user", "content": "hello"}])
         27
         """
-        o200k = sum(count_tokens(m["content"]) + 8 for m in messages)
+        o200k = chat_tokens(messages) - TOKENS_PER_REPLY + 5 * len(messages)
         return int(o200k * self.token_ratio) + 16
 
     def cached(self, request: Request) -> Completion | None:
@@ -209,38 +204,10 @@ class LLMClient:
     # --- calling -------------------------------------------------------------------------
 
     def complete(self, messages: Sequence[Mapping[str, str]] | Request, **kw: Any) -> Completion:
-        """One answer (blocking). Takes messages (plus :meth:`request` options) or a Request."""
-        req = messages if isinstance(messages, Request) else self.request(messages, **kw)
-        return self.run(lambda: self.acomplete(req))
-
-    def complete_many(
-        self, requests: Sequence[Request], *, progress: Callable[[], None] | None = None
-    ) -> list[Completion | LLMError]:
-        """Answers to many requests, concurrently; a failed request yields its LLMError.
-
-        ``progress`` is called once per finished request (e.g. a tqdm bar's ``update``).
-        """
-        return self.run(lambda: self.acomplete_many(requests, progress=progress))
-
-    async def acomplete_many(
-        self, requests: Sequence[Request], *, progress: Callable[[], None] | None = None
-    ) -> list[Completion | LLMError]:
-        """Async :meth:`complete_many`."""
-
-        async def one(req: Request) -> Completion | LLMError:
-            try:
-                return await self.acomplete(req)
-            except LLMError as exc:
-                return exc
-            finally:
-                if progress is not None:
-                    progress()
-
-        return list(await asyncio.gather(*(one(r) for r in requests)))
-
-    async def acomplete(self, request: Request) -> Completion:
-        """One answer: from the cache, else from the endpoint (at most ``concurrency`` at once;
-        identical requests in flight at the same time are sent once)."""
+        """One answer (blocking): from the cache, else from the endpoint. Takes messages (plus
+        :meth:`request` options) or a Request; identical requests in flight at the same time
+        are sent once."""
+        request = messages if isinstance(messages, Request) else self.request(messages, **kw)
         key = self.key(request)
         entry = self.cache.get(key) if self.cache is not None else None
         if entry is not None and entry.get("error"):
@@ -254,10 +221,13 @@ class LLMClient:
                 f"offline and no cached answer for {self.model} (key {key[:12]}); "
                 "run once with the endpoint available, or turn offline off"
             )
-        pending = self._inflight.setdefault(asyncio.get_running_loop(), {})
-        task = pending.get(key)
-        if task is not None:  # the same request is on its way: share its answer
-            shared = await asyncio.shield(task)
+        with self._lock:
+            pending = self._inflight.get(key)
+            if pending is None:
+                mine: Future[Completion] = Future()
+                self._inflight[key] = mine
+        if pending is not None:  # the same request is on its way: share its answer
+            shared = pending.result()
             twin = replace(
                 shared,
                 from_cache=True,
@@ -266,16 +236,45 @@ class LLMClient:
             )
             self.records.append(twin.usage)
             return twin
-        task = asyncio.ensure_future(self._fetch(request, key))
-        pending[key] = task
-        task.add_done_callback(lambda _: pending.pop(key, None))
-        return await asyncio.shield(task)
+        try:
+            completion = self._fetch(request, key)
+            mine.set_result(completion)
+            return completion
+        except BaseException as exc:
+            mine.set_exception(exc)
+            raise
+        finally:
+            with self._lock:
+                self._inflight.pop(key, None)
 
-    async def _fetch(self, request: Request, key: str) -> Completion:
-        session = await self._session()
-        async with session.semaphore:
+    def complete_many(
+        self, requests: Sequence[Request], *, progress: Callable[[], None] | None = None
+    ) -> list[Completion | LLMError]:
+        """Answers to many requests, concurrently; a failed request yields its LLMError.
+
+        ``progress`` is called once per finished request (e.g. a tqdm bar's ``update``).
+        """
+
+        def one(request: Request) -> Completion | LLMError:
             try:
-                completion = await self._call_with_retries(session.client, request, key)
+                return self.complete(request)
+            except LLMError as exc:
+                return exc
+            finally:
+                if progress is not None:
+                    progress()
+
+        if len(requests) <= 1:
+            return [one(r) for r in requests]
+        with ThreadPoolExecutor(max_workers=self.parallel) as pool:
+            return list(pool.map(one, requests))
+
+    def _fetch(self, request: Request, key: str) -> Completion:
+        """Ask the endpoint (the SDK retries), cache the answer or a deterministic failure."""
+        client, slots = self._connect()
+        with slots:
+            try:
+                completion = self._call(client, request, key)
             except ContextLengthError as exc:
                 if self.cache is not None:  # deterministic: replays must fail the same way
                     self.cache.put(key, error_entry(exc, request, self.endpoint))
@@ -286,79 +285,91 @@ class LLMClient:
         self.records.append(completion.usage)
         return completion
 
-    def run(self, factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
-        """Run a coroutine to completion from sync code, also inside Jupyter's running loop."""
+    def _call(self, client: Any, request: Request, key: str) -> Completion:
+        import openai
 
-        async def main() -> T:
-            try:
-                return await factory()
-            finally:
-                await self.aclose()
-
+        _attempt.count = 0  # the transport counts this thread's attempts
+        start = time.perf_counter()
         try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(main())
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:  # a loop runs here already
-            return pool.submit(asyncio.run, main()).result()
+            response = client.chat.completions.create(
+                model=self.model, messages=list(request.messages), **request.params
+            )
+            return from_response(
+                response,
+                time.perf_counter() - start,
+                self.endpoint,
+                key,
+                request,
+                max(1, _attempt.count),
+            )
+        except (openai.APIError, LLMError, ValueError) as exc:  # ValueError: cut-off JSON
+            error = classify(exc, self.endpoint, self.timeout)
+        if error.kind in RETRYABLE and _attempt.count > 1:
+            raise type(error)(
+                f"{error} (gave up after {_attempt.count} attempts)",
+                status=error.status,
+                kind=error.kind,
+            )
+        raise error
 
-    async def _session(self) -> _Session:
-        """The openai client and semaphore of the running event loop (made once per loop)."""
-        loop = asyncio.get_running_loop()
-        task = self._loops.get(loop)
-        if task is None:  # stored before any await, so concurrent callers share it
-            task = self._loops[loop] = loop.create_task(self._open_session())
-        return await task
+    def _connect(self) -> tuple[Any, threading.BoundedSemaphore]:
+        """The openai client and the in-flight bound (made once, on the first request)."""
+        with self._lock:
+            if self._openai is None:
+                import openai
 
-    async def _open_session(self) -> _Session:
-        import openai
+                base_url, key = self.endpoint.base_url, self.endpoint.api_key or "no-key"
+                limit = self.concurrency
+                if self.endpoint.kind == "embedded" and base_url is None:
+                    server = shared_server()
+                    base_url, key = server.base_url, server.api_key
+                    limit = min(limit, server.parallel)  # queued requests would time out
+                self._openai = openai.OpenAI(
+                    base_url=base_url,
+                    api_key=key,  # local servers may need none
+                    timeout=self.timeout,
+                    max_retries=self.max_retries,
+                    http_client=openai.DefaultHttpxClient(transport=_checked_transport()()),
+                )
+                self._slots = threading.BoundedSemaphore(limit)
+            assert self._slots is not None
+            return self._openai, self._slots
 
-        base_url, limit = self.endpoint.base_url, self.concurrency
-        key = self.endpoint.api_key or "no-key"  # local servers may need none
-        if self.endpoint.kind == "embedded" and base_url is None:
-            server = await asyncio.to_thread(shared_server)
-            base_url, key = server.base_url, server.api_key
-            limit = min(limit, server.parallel)  # queued requests would time out waiting
-        client = openai.AsyncOpenAI(
-            base_url=base_url,
-            api_key=key,
-            timeout=self.timeout,
-            max_retries=0,  # retries are ours: backoff with jitter, Retry-After, records
-        )
-        return _Session(client, asyncio.Semaphore(limit))
 
-    async def aclose(self) -> None:
-        """Close this client's connections in the running event loop (:meth:`run` does)."""
-        task = self._loops.pop(asyncio.get_running_loop(), None)
-        if task is not None and task.done() and not task.exception():
-            await task.result().client.close()
+_attempt = threading.local()  # attempts of the request the current thread is sending
 
-    async def _call_with_retries(self, client: Any, request: Request, key: str) -> Completion:
-        import openai
 
-        for attempt in range(1, self.max_retries + 2):
-            start = time.perf_counter()
+@functools.cache
+def _checked_transport() -> type:
+    """The transport class of the openai client (made on first use: httpx2 loads lazily)."""
+    import httpx2
+
+    class CheckedTransport(httpx2.HTTPTransport):
+        """Counts attempts, and turns an HTTP 200 that is not a chat completion (a cut-off
+        or unexpected body) into a retryable 502, so the SDK retries it like a server error."""
+
+        def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+            _attempt.count = getattr(_attempt, "count", 0) + 1
+            response = super().handle_request(request)
+            if response.status_code != 200 or not request.url.path.endswith("/chat/completions"):
+                return response
+            raw = response.read()
             try:
-                response = await client.chat.completions.create(
-                    model=self.model, messages=list(request.messages), **request.params
-                )
-                return from_response(
-                    response, time.perf_counter() - start, self.endpoint, key, request, attempt
-                )
-            except (openai.APIError, LLMError, ValueError) as exc:  # ValueError: cut-off JSON
-                error, retry_after = classify(exc, self.endpoint, self.timeout)
-            if error.kind not in RETRYABLE:
-                raise error
-            if attempt > self.max_retries:
-                raise type(error)(
-                    f"{error} (gave up after {attempt} attempts)",
-                    status=error.status,
-                    kind=error.kind,
-                )
-            delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
-            delay = delay * (0.5 + random.random() / 2)  # jitter: callers do not retry in step
-            await asyncio.sleep(max(delay, min(retry_after or 0.0, self.max_backoff)))
-        raise AssertionError("unreachable")
+                body = json.loads(raw)
+                ok = isinstance(body["choices"][0]["message"], dict)
+            except (ValueError, KeyError, IndexError, TypeError):
+                ok = False
+            if ok:
+                return response
+            text = raw.decode("utf-8", "replace")[:200]
+            return httpx2.Response(
+                502,
+                headers={"x-should-retry": "true", MALFORMED_HEADER: "1"},
+                json={"error": {"message": f"not a chat completion: {text}"}},
+                request=request,
+            )
+
+    return CheckedTransport
 
 
 def _env_int(name: str) -> int | None:

@@ -14,12 +14,31 @@ conversions the answer goes through — read from the openai response
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from lrlib.core.tokens import DEFAULT_ENCODING, count_tokens
 from lrlib.llm.errors import Endpoint, LLMError
+
+# chat formatting overhead of OpenAI's chat models: per message, and to prime the reply
+TOKENS_PER_MESSAGE = 3
+TOKENS_PER_REPLY = 3
+
+
+def chat_tokens(messages: Sequence[Mapping[str, str]], encoding: str = DEFAULT_ENCODING) -> int:
+    """Prompt tokens of one chat request, as OpenAI's chat models count them: the messages'
+    tokens, :data:`TOKENS_PER_MESSAGE` each, and :data:`TOKENS_PER_REPLY`. The one formula
+    for prompt tokens (client estimate, cost model, ablations).
+
+    >>> chat_tokens([{"role": "user", "content": "hello"}])
+    7
+    """
+    return (
+        sum(count_tokens(m["content"], encoding) + TOKENS_PER_MESSAGE for m in messages)
+        + TOKENS_PER_REPLY
+    )
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 turns a transport error (openai exception, timeout, dropped connection, cut-off body) into one
 with a message that says what to fix.
 
-Each error has a ``kind``; the kinds in :data:`RETRYABLE` are transient and
-:class:`~lrlib.llm.client.LLMClient` retries them, any other raises at once.
+Each error has a ``kind``; the kinds in :data:`RETRYABLE` are transient: the openai SDK
+retries them (``max_retries``) before they reach :func:`classify`, any other raises at once.
 
 >>> ContextLengthError("prompt too long", status=400).kind
 'context'
@@ -19,8 +19,10 @@ from urllib.parse import urlsplit
 
 from lrlib.llm.server import MODEL_ID
 
-# the error kinds worth another attempt: the same request may well succeed later
+# the error kinds worth another attempt (the SDK's retries): the same request may well succeed later
 RETRYABLE = frozenset({"timeout", "rate_limit", "server", "connection", "malformed"})
+# set by the client's transport on an HTTP 200 that is not a chat completion (then a retryable 502)
+MALFORMED_HEADER = "x-lrlib-malformed"
 _CONTEXT_HINTS = (
     "context length",
     "context_length",
@@ -64,71 +66,63 @@ class CacheMissError(LLMError):
     kind = "offline"
 
 
-def classify(exc: Exception, endpoint: Endpoint, timeout: float) -> tuple[LLMError, float | None]:
-    """Map an openai exception to an LLMError with a clear message, and any Retry-After.
-    The message never repeats the API key, even when the server quotes it back.
+def classify(exc: Exception, endpoint: Endpoint, timeout: float) -> LLMError:
+    """Map an openai exception (raised once the SDK gave up) to an LLMError with a clear
+    message. The message never repeats the API key, even when the server quotes it back.
 
     >>> from lrlib.llm.client import Endpoint
     >>> class Busy(Exception):  # what an openai.APIStatusError carries
     ...     status_code, body, response = 503, {"error": {"message": "overloaded"}}, None
-    >>> error, retry_after = classify(Busy(), Endpoint("compatible", "m", "http://h/v1"), 60)
-    >>> error.kind, str(error), retry_after
-    ('server', 'http://h/v1 failed (HTTP 503): overloaded', None)
+    >>> error = classify(Busy(), Endpoint("compatible", "m", "http://h/v1"), 60)
+    >>> error.kind, str(error)
+    ('server', 'http://h/v1 failed (HTTP 503): overloaded')
     """
-    error, retry_after = _classify_raw(exc, endpoint, timeout)
+    error = _classify_raw(exc, endpoint, timeout)
     key = endpoint.api_key
     if key and len(key) >= 8 and key in str(error):
-        redacted = type(error)(
-            str(error).replace(key, "<the API key>"), status=error.status, kind=error.kind
-        )
-        return redacted, retry_after
-    return error, retry_after
+        text = str(error).replace(key, "<the API key>")
+        return type(error)(text, status=error.status, kind=error.kind)
+    return error
 
 
-def _classify_raw(
-    exc: Exception, endpoint: Endpoint, timeout: float
-) -> tuple[LLMError, float | None]:
+def _classify_raw(exc: Exception, endpoint: Endpoint, timeout: float) -> LLMError:
     import openai
 
     where = endpoint.base_url or f"the embedded {MODEL_ID} server"
     if isinstance(exc, LLMError):
-        return exc, None
+        return exc
     if isinstance(exc, openai.APITimeoutError):
-        return LLMTimeout(f"no answer from {where} within {timeout} s"), None
+        return LLMTimeout(f"no answer from {where} within {timeout} s")
     if isinstance(exc, openai.APIConnectionError):
-        return LLMError(f"cannot reach {where}: {exc}", kind="connection"), None
+        return LLMError(f"cannot reach {where}: {exc}", kind="connection")
     status = getattr(exc, "status_code", None)
     message = _error_message(exc)
-    retry_after = _retry_after(exc)
+    response = getattr(exc, "response", None)
+    if response is not None and response.headers.get(MALFORMED_HEADER):
+        return LLMError(f"unreadable response from {where}: {message}", kind="malformed")
     if status == 429:
-        return LLMError(
-            f"rate limited by {where}: {message}", status=429, kind="rate_limit"
-        ), retry_after
+        return LLMError(f"rate limited by {where}: {message}", status=429, kind="rate_limit")
     if status is not None and (status >= 500 or status == 408):
-        return LLMError(
-            f"{where} failed (HTTP {status}): {message}", status=status, kind="server"
-        ), retry_after
+        return LLMError(f"{where} failed (HTTP {status}): {message}", status=status, kind="server")
     if status in (401, 403):
         return LLMError(
             f"{where} refused the credentials (HTTP {status}): {message}; check OPENAI_API_KEY",
             status=status,
             kind="auth",
-        ), None
+        )
     if status == 404:
         return LLMError(
             f"not found at {where} (HTTP 404): {message}; check the model name "
             f"{endpoint.model!r} and OPENAI_BASE_URL (it usually ends in /v1)",
             status=404,
             kind="not_found",
-        ), None
+        )
     lowered = message.lower()
     if status in (400, 413, 422) and any(h in lowered for h in _CONTEXT_HINTS):
-        return ContextLengthError(
-            f"prompt too long for {endpoint.model}: {message}", status=status
-        ), None
+        return ContextLengthError(f"prompt too long for {endpoint.model}: {message}", status=status)
     if status is None:
-        return LLMError(f"unreadable response from {where}: {exc}", kind="malformed"), None
-    return LLMError(f"{where} rejected the request (HTTP {status}): {message}", status=status), None
+        return LLMError(f"unreadable response from {where}: {exc}", kind="malformed")
+    return LLMError(f"{where} rejected the request (HTTP {status}): {message}", status=status)
 
 
 def _error_message(exc: Exception) -> str:
@@ -140,15 +134,6 @@ def _error_message(exc: Exception) -> str:
         if isinstance(inner, str):
             return inner[:500]
     return str(getattr(exc, "message", exc))[:500]
-
-
-def _retry_after(exc: Exception) -> float | None:
-    response = getattr(exc, "response", None)
-    value = response.headers.get("retry-after") if response is not None else None
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
 
 
 @dataclass(frozen=True)

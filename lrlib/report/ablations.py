@@ -13,7 +13,8 @@ from itertools import product
 from typing import TYPE_CHECKING, Any
 
 from lrlib.core.step import Step
-from lrlib.reducers.base import Reduction
+from lrlib.reducers.base import Output, Reducer, Reduction
+from lrlib.reducers.lineretriever import LineRetriever
 from lrlib.report.replay import (
     EMPTY_COLUMNS,
     THINK_MAX_TOKENS,
@@ -76,23 +77,22 @@ def run_lineretriever(
     label: str | None = None,
     **overrides: Any,
 ) -> RetrieverRun:
-    """Evaluate LineRetriever on ``steps``: offline, only the steps with cached answers
-    (the others are counted in ``skipped``); live, every step (missing answers are asked
-    for concurrently and cached first)."""
+    """Evaluate LineRetriever on ``steps``, reducing each step once: offline, only the
+    steps with cached answers (the others are counted in ``skipped``); live, every step
+    (missing answers are asked for concurrently and cached)."""
     import pandas as pd
 
     from lrlib.core.tokens import count_tokens
     from lrlib.eval.evaluation import evaluate
+    from lrlib.llm.completions import chat_tokens
 
-    reducer = lineretriever(prompt, strategy, answer, **overrides)
+    reducer = _Kept(lineretriever(prompt, strategy, answer, **overrides))
     label = label or f"lineretriever+{strategy}/{answer}"
     if offline():
-        ready = [s for s in steps if has_answers(reducer, s)]
+        ready = [s for s in steps if has_answers(reducer.inner, s)]
     else:
-        results = reducer.reduce_many(list(steps), errors="return")  # type: ignore[attr-defined]
-        for r in results:
-            if isinstance(r, Exception):
-                raise r
+        results = reducer.inner.reduce_many(list(steps), errors="raise")
+        reducer.results.update((r.step_id, r) for r in results)  # type: ignore[union-attr]
         ready = list(steps)
     ready_ids = {s.step_id for s in ready}
     skipped = [s.step_id for s in steps if s.step_id not in ready_ids]
@@ -103,17 +103,12 @@ def run_lineretriever(
     )
     if ready:
         prompt_tokens, output_tokens = [], []
-        for step in ready:  # replays from the cache: no model
-            result = reducer.reduce(step)
+        for step in ready:  # the results evaluate() got: no second reduction
+            result = reducer.results[step.step_id]
             windows = result.extra.get("windows") or [[1, len(step.axtree)]]
             prompt_tokens.append(
-                sum(
-                    count_tokens(m["content"]) + 3
-                    for w in windows
-                    for m in reducer.messages(step, tuple(w))
-                )
-                + 3
-            )  # type: ignore[attr-defined]
+                sum(chat_tokens(reducer.inner.messages(step, (a, b))) for a, b in windows)
+            )
             output_tokens.append(sum(count_tokens(a) for a in result.extra.get("answers", [])))
         frame["retriever_prompt_tokens"] = prompt_tokens
         frame["retriever_output_tokens"] = output_tokens
@@ -123,6 +118,32 @@ def run_lineretriever(
     return RetrieverRun(
         frame, reducer.params.get("model", model_name()), mode(), label, len(steps), skipped
     )
+
+
+class _Kept(Reducer):
+    """A LineRetriever that keeps each result by step id (and answers from it when it has
+    one), so that :func:`evaluate` and the token columns share one reduction per step."""
+
+    def __init__(self, inner: LineRetriever) -> None:
+        super().__init__(inner.encoding)
+        self.inner = inner
+        self.name = inner.name  # type: ignore[misc]
+        self.results: dict[str, Reduction] = {}
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The retriever's parameters."""
+        return self.inner.params
+
+    def select(self, step: Step) -> Output:
+        """The retriever's :meth:`~LineRetriever.select`."""
+        return self.inner.select(step)
+
+    def reduce(self, step: Step) -> Reduction:
+        """The kept result of ``step``, else the retriever's (then kept)."""
+        if step.step_id not in self.results:
+            self.results[step.step_id] = self.inner.reduce(step)
+        return self.results[step.step_id]
 
 
 def ablation_grid(
@@ -170,7 +191,7 @@ def prompt_token_table(steps: Sequence[Step], grid: Sequence[dict[str, Any]]) ->
             use_history=cfg["history"],
             think=cfg["think"],
             answer=cfg["answer"],
-            view=DEFAULT_CONFIG["view"],
+            view=DEFAULT_CONFIG.view,
         )
         t = retriever_prompt_tokens(steps, cfg["prompt"], options)
         frames.append(t.assign(**cfg).rename(columns={"retriever_prompt_tokens": "prompt_tokens"}))

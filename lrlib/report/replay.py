@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from lrlib.core.step import Step
 from lrlib.reducers.base import Reducer, Reduction
+from lrlib.reducers.lineretriever import LineRetriever
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -113,7 +114,7 @@ def describe(reducer: str) -> str:
 
 def lineretriever(
     prompt: str | None = None, strategy: str = "structure", answer: str = "tags", **overrides: Any
-) -> Reducer:
+) -> LineRetriever:
     """LineRetriever in the notebooks' configuration (``run.DEFAULT_CONFIG``), offline or
     live as :func:`offline` decides; ``overrides`` change any reducer option. With an
     endpoint configured the model is the one it names (``LRLIB_MODEL``), not the pinned
@@ -122,15 +123,14 @@ def lineretriever(
     >>> lineretriever(strategy="remove").params["strategy"]
     'remove'
     """
-    from lrlib.report.run import default_reducer
+    from lrlib.report.run import DEFAULT_CONFIG
 
-    options: dict[str, Any] = {"strategy": strategy, "offline": offline()}
-    if any(os.environ.get(v, "").strip() for v in ENDPOINT_ENV):
-        options["model"] = model_name()
-    options.update(overrides)
+    config = DEFAULT_CONFIG.replace(answer=answer, strategy=strategy)
     if prompt is not None:
-        options["prompt"] = prompt
-    return default_reducer(answer, **options)
+        config = config.replace(prompt=prompt)
+    if any(os.environ.get(v, "").strip() for v in ENDPOINT_ENV):
+        config = config.replace(model=model_name())
+    return LineRetriever(config, **{"offline": offline(), **overrides})
 
 
 def default_steps(limit: int | None = None) -> list[Step]:

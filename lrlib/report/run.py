@@ -10,7 +10,7 @@ The notebooks use a fixed configuration, :data:`DEFAULT_CONFIG`, over a fixed se
 steps, :func:`default_steps`; the answers of the embedded model (SmolLM2-135M-Instruct,
 Q4_1 GGUF) for both answer modes ship in ``data/cache/llm``, so they replay instantly:
 
->>> DEFAULT_CONFIG["prompt"], DEFAULT_CONFIG["view"], DEFAULT_ANSWERS
+>>> DEFAULT_CONFIG.prompt, DEFAULT_CONFIG.view, DEFAULT_ANSWERS
 ('paper', 'compact', ('tags', 'json'))
 
 ``default_results()`` returns that run as a DataFrame (one row per step and answer mode).
@@ -18,8 +18,8 @@ Q4_1 GGUF) for both answer modes ship in ``data/cache/llm``, so they replay inst
 
 from __future__ import annotations
 
-import asyncio
 import json
+import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,20 +27,20 @@ from typing import Any
 from lrlib import paths
 from lrlib.core.step import Step
 from lrlib.reducers.base import Reduction
+from lrlib.reducers.lineretriever import LineRetriever, RetrieverConfig, each
 
 # the configuration whose answers of the embedded model ship in data/cache/llm
-DEFAULT_CONFIG: dict[str, Any] = {
-    "prompt": "paper",
-    "view": "compact",
-    "think": False,  # SmolLM2 generates ~26 tokens/s on 2 cores: no free-form reasoning
-    "history": True,
-    "max_tokens": 128,
-    "max_ranges": 6,  # structured mode: a bounded schema, so SmolLM2 closes its JSON
-    "temperature": 0.0,
-    "seed": 0,
-    "model": "SmolLM2-135M-Instruct.Q4_1",  # pinned: the notebooks never call another model
-}
-_CLIENT_KEYS = ("max_tokens", "temperature", "seed", "model")
+DEFAULT_CONFIG = RetrieverConfig(
+    prompt="paper",
+    view="compact",
+    think=False,  # SmolLM2 generates ~26 tokens/s on 2 cores: no free-form reasoning
+    history=True,
+    max_tokens=128,
+    max_ranges=6,  # structured mode: a bounded schema, so SmolLM2 closes its JSON
+    temperature=0.0,
+    seed=0,
+    model="SmolLM2-135M-Instruct.Q4_1",  # pinned: the notebooks never call another model
+)
 DEFAULT_ANSWERS = ("tags", "json")
 DEFAULT_ANSWER = "json"  # structured output: the embedded model closes it, tags it does not
 DEFAULT_SPLIT = "validation"
@@ -48,19 +48,15 @@ DEFAULT_N_STEPS = 40
 TICK_SECONDS = 1.0  # how often the progress bar of a run redraws while answers are awaited
 
 
-def default_reducer(answer: str = "tags", **overrides: Any) -> Any:
+def default_reducer(answer: str = "tags", **overrides: Any) -> LineRetriever:
     """LineRetriever in :data:`DEFAULT_CONFIG` (``overrides`` change any option, e.g.
-    ``offline=True`` to refuse to run a model, or ``strategy="remove"``).
+    ``offline=True`` to refuse to run a model, or ``strategy="remove"``; a ``client``
+    brings its own model and sampling).
 
     >>> default_reducer("json", cache=False).params["answer"]
     'json'
     """
-    from lrlib.reducers import get_reducer
-
-    options = {**DEFAULT_CONFIG, "answer": answer, **overrides}
-    if "client" in overrides:  # the client brings its own model and sampling
-        options = {k: v for k, v in options.items() if k not in _CLIENT_KEYS or k in overrides}
-    return get_reducer("lineretriever", **options)
+    return LineRetriever(DEFAULT_CONFIG.replace(answer=answer), **overrides)
 
 
 def default_steps(n: int = DEFAULT_N_STEPS, split: str = DEFAULT_SPLIT) -> list[Step]:
@@ -162,43 +158,39 @@ def run_steps(
     from tqdm.auto import tqdm
 
     waiting = [0]
+    lock = threading.Lock()
 
-    async def one(step: Step, bar: Any, slots: asyncio.Semaphore) -> list[dict[str, Any]]:
+    def one(step: Step) -> list[dict[str, Any]]:
         rows = []
-        async with slots:  # no more steps open than requests in flight
-            for reducer in reducers:
+        for reducer in reducers:
+            with lock:
                 waiting[0] += 1
-                try:
-                    rows.append(result_row(step, await reducer.areduce(step)))
-                finally:
+            try:
+                rows.append(result_row(step, reducer.reduce(step)))
+            finally:
+                with lock:
                     waiting[0] -= 1
-                bar.set_postfix_str(f"waiting on {waiting[0]}", refresh=False)
-                bar.update(1)
+                    bar.set_postfix_str(f"waiting on {waiting[0]}", refresh=False)
+                    bar.update(1)
         return rows
 
-    async def tick(bar: Any) -> None:
-        while True:
-            bar.set_postfix_str(f"waiting on {waiting[0]}", refresh=False)
-            bar.refresh()
-            await asyncio.sleep(TICK_SECONDS)
+    def tick(stop: threading.Event) -> None:
+        while not stop.wait(TICK_SECONDS):
+            with lock:
+                bar.set_postfix_str(f"waiting on {waiting[0]}", refresh=False)
+                bar.refresh()
 
     with tqdm(
         total=len(steps) * len(reducers), desc="lineretriever", unit="answer", disable=not progress
     ) as bar:
-
-        async def main() -> list[Any]:
-            slots = asyncio.Semaphore(reducers[0].client.parallel)
-            tasks = (one(s, bar, slots) for s in steps)
-            ticker = asyncio.ensure_future(tick(bar)) if progress else None
-            try:
-                return list(await asyncio.gather(*tasks, return_exceptions=True))
-            finally:
-                if ticker is not None:
-                    ticker.cancel()
-                for client in {id(r.client): r.client for r in reducers}.values():
-                    await client.aclose()
-
-        results = reducers[0].client.run(main)
+        stop = threading.Event()
+        ticker = threading.Thread(target=tick, args=(stop,), daemon=True)
+        if progress:
+            ticker.start()
+        try:  # no more steps open than requests in flight
+            results = each(one, list(steps), reducers[0].client.parallel)
+        finally:
+            stop.set()
     for r in results:
         if isinstance(r, BaseException):
             raise r

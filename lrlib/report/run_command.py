@@ -53,8 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="first N steps (by step_id; with --default-steps, the first N of them)",
     )
     cfg = parser.add_argument_group("retriever")
-    cfg.add_argument("--prompt", default=d["prompt"], choices=list_prompts(), help="prompt variant")
-    cfg.add_argument("--view", default=d["view"], choices=list_views(), help="retriever view")
+    cfg.add_argument("--prompt", default=d.prompt, choices=list_prompts(), help="prompt variant")
+    cfg.add_argument("--view", default=d.view, choices=list_views(), help="retriever view")
     cfg.add_argument(
         "--answer",
         default=DEFAULT_ANSWER,
@@ -63,10 +63,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "model); tags: free text with <answer> tags, for endpoints without structured output",
     )
     cfg.add_argument(
-        "--think", action=argparse.BooleanOptionalAction, default=d["think"], help="reasoning"
+        "--think", action=argparse.BooleanOptionalAction, default=d.think, help="reasoning"
     )
     cfg.add_argument(
-        "--history", action=argparse.BooleanOptionalAction, default=d["history"], help="actions"
+        "--history", action=argparse.BooleanOptionalAction, default=d.history, help="actions"
     )
     cfg.add_argument("--strategy", default="structure", choices=STRATEGIES, help="pruning")
     cfg.add_argument(
@@ -80,15 +80,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     cfg.add_argument(
         "--max-ranges",
         type=int,
-        default=d["max_ranges"],
+        default=d.max_ranges,
         help="structured mode: bound the schema to N ranges (0: the prompt's)",
     )
     llm = parser.add_argument_group("model (default: the embedded SmolLM2-135M-Instruct)")
     llm.add_argument("--model", default=None, help="model name (or LRLIB_MODEL; default SmolLM2)")
     llm.add_argument("--base-url", default=None, help="OpenAI-compatible URL (or OPENAI_BASE_URL)")
-    llm.add_argument("--max-tokens", type=int, default=d["max_tokens"], help="answer length")
-    llm.add_argument("--temperature", type=float, default=d["temperature"], help="sampling")
-    llm.add_argument("--seed", type=int, default=d["seed"], help="sampling seed")
+    llm.add_argument("--max-tokens", type=int, default=d.max_tokens, help="answer length")
+    llm.add_argument("--temperature", type=float, default=d.temperature, help="sampling")
+    llm.add_argument("--seed", type=int, default=d.seed, help="sampling seed")
     llm.add_argument("--concurrency", type=int, default=8, help="requests in flight")
     llm.add_argument("--timeout", type=float, default=None, help="seconds per attempt")
     llm.add_argument("--max-retries", type=int, default=4, help="retries on 429/5xx/timeouts")
@@ -195,7 +195,7 @@ def _reducers(args: argparse.Namespace) -> list[Any]:
         return args.retrievers
     from lrlib.llm.cache import ResponseCache
     from lrlib.llm.client import LLMClient
-    from lrlib.reducers import get_reducer
+    from lrlib.reducers.lineretriever import LineRetriever
 
     answers = list(DEFAULT_ANSWERS) if args.answer == "both" else [args.answer]
     cache = ResponseCache(args.cache_dir, refresh=args.refresh) if args.cache_dir else True
@@ -213,22 +213,19 @@ def _reducers(args: argparse.Namespace) -> list[Any]:
         refresh=args.refresh,
         cache=cache,
     )
+    config = DEFAULT_CONFIG.replace(
+        prompt=args.prompt,
+        view=args.view,
+        think=args.think,
+        history=args.history,
+        strategy=args.strategy,
+        on_failure=args.on_failure,
+        budget=args.budget,
+        min_lines=args.min_lines,
+        max_ranges=args.max_ranges or None,
+    )
     args.retrievers = [
-        get_reducer(
-            "lineretriever",
-            prompt=args.prompt,
-            view=args.view,
-            answer=answer,
-            think=args.think,
-            history=args.history,
-            strategy=args.strategy,
-            on_failure=args.on_failure,
-            budget=args.budget,
-            min_lines=args.min_lines,
-            max_ranges=args.max_ranges or None,
-            client=client,
-        )
-        for answer in answers
+        LineRetriever(config.replace(answer=answer), client=client) for answer in answers
     ]
     return args.retrievers
 
