@@ -38,7 +38,7 @@ def main(tasks: list[str], seeds: int) -> int:
     from agentlab.llm.chat_api import SelfHostedModelArgs
 
     from lrlab.agent.miniwob import MiniWoB
-    from lrlib.llm.server import MODEL_LABEL, shared_server
+    from lrlab.server import MODEL_LABEL, shared_server
 
     print(f"check: starts the embedded model {MODEL_LABEL} (local CPU) for AgentLab's GenericAgent")
     server = shared_server()

@@ -1,6 +1,6 @@
 """What the research wing adds to lrlib, declared for :mod:`lrlib.plugins` (entry point
 ``lrlib.plugins: lab`` in pyproject.toml): its reducers, its subcommands and the embedded
-local model.
+local model (SmolLM2-135M-Instruct behind llama.cpp's server, :mod:`lrlab.server`).
 
 >>> "learned" in {m.rsplit(".", 1)[1] for m in REDUCER_MODULES}
 True
@@ -9,12 +9,14 @@ True
 REDUCER_MODULES = tuple(
     f"lrlab.reducers.{name}" for name in ("bm25", "embedding", "learned", "program")
 )
+LOCAL_SERVER = "lrlab.server:shared_server"
+LOCAL_SLOTS = "lrlab.server:shared_parallel"
 COMMANDS = {
     "import-weblinx": (
         "lrlab.scale.weblinx_command",
         "import WebLINX's BrowserGym release (CC BY-NC-SA 4.0) into a dataset",
     ),
-    "serve": ("lrlib.llm.server", "serve the embedded local model (OpenAI-compatible, 127.0.0.1)"),
+    "serve": ("lrlab.server", "serve the embedded local model (OpenAI-compatible, 127.0.0.1)"),
     "embeddings": (
         "lrlab.report.packs",
         "compute the notebooks' embeddings and write the vector pack",

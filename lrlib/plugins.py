@@ -9,7 +9,9 @@ A plugin is a module with any of
 - ``COMMANDS``: ``{name: (module, one-line help)}``, ``lrlib`` subcommands, each module
   providing ``add_arguments(parser)`` and ``run(args)`` (and optionally ``plan(args)``);
 - ``LOCAL_SERVER``: ``"module:function"``, a function returning the embedded
-  OpenAI-compatible server an :class:`~lrlib.llm.client.LLMClient` without an endpoint uses.
+  OpenAI-compatible server (started; with ``base_url``, ``api_key``, ``parallel``) an
+  :class:`~lrlib.llm.client.LLMClient` without an endpoint uses, and ``LOCAL_SLOTS``: a
+  function returning how many requests that server takes at once (without starting it).
 
 Declare it in your ``pyproject.toml``::
 
@@ -56,8 +58,17 @@ def commands() -> dict[str, tuple[str, str]]:
 def local_server() -> Any:
     """The embedded server a plugin provides (started on first call), or a one-line error
     when no installed plugin provides one."""
+    return _call("LOCAL_SERVER")
+
+
+def local_slots() -> int:
+    """How many requests the embedded server takes at once (it is not started)."""
+    return int(_call("LOCAL_SLOTS"))
+
+
+def _call(attr: str) -> Any:
     for plugin in plugins():
-        spec = getattr(plugin, "LOCAL_SERVER", None)
+        spec = getattr(plugin, attr, None)
         if spec:
             module, _, name = spec.partition(":")
             return getattr(importlib.import_module(module), name)()

@@ -18,12 +18,11 @@ import pytest
 from fake_openai import Script, serve
 from test_cli import one_line_error
 
-from lrlib import paths
+from lrlib import paths, plugins
 from lrlib.cli import main
 from lrlib.core.step import Step
 from lrlib.data import dataset as data
 from lrlib.eval.evaluation import parse_reducers
-from lrlib.llm import client as llm_client
 from lrlib.llm.cache import ResponseCache
 from lrlib.llm.client import LLMClient
 from lrlib.reducers import get_reducer, list_reducers
@@ -47,7 +46,7 @@ def _user_area(monkeypatch, tmp_path):
     def no_model(*args, **kwargs):
         raise AssertionError("the embedded model was started")
 
-    monkeypatch.setattr(llm_client, "shared_server", no_model)
+    monkeypatch.setattr(plugins, "local_server", no_model)
 
 
 def digest(path: Path) -> str:

@@ -23,7 +23,7 @@ from lrlib.llm.client import (
     LLMError,
     LLMTimeout,
 )
-from lrlib.llm.server import MODEL_ID
+from lrlib.llm.errors import MODEL_ID
 
 MSGS = [{"role": "system", "content": "You select lines."}, {"role": "user", "content": "1: a"}]
 

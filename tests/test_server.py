@@ -14,10 +14,10 @@ import urllib.request
 
 import pytest
 
+from lrlab.server import MODEL_ID, EmbeddedServer, gguf_path, stop_shared
 from lrlib.core.step import Step
 from lrlib.llm.cache import ResponseCache
 from lrlib.llm.client import LLMClient
-from lrlib.llm.server import MODEL_ID, EmbeddedServer, gguf_path, stop_shared
 from lrlib.reducers.lineretriever import LineRetriever
 
 pytest.importorskip("xllamacpp")

@@ -5,7 +5,7 @@ Where requests go (arguments first, then the environment, never hard-coded):
 - ``base_url`` / ``OPENAI_BASE_URL``: an OpenAI-compatible server (vLLM, llama.cpp, Ollama,
   ``lrlib serve``...); ``api_key`` / ``OPENAI_API_KEY`` if it wants one.
 - only a key: the OpenAI API.
-- neither: the embedded SmolLM2-135M-Instruct (:mod:`lrlib.llm.server`), started on the first
+- neither: the embedded SmolLM2-135M-Instruct (served by :mod:`lrlab.server` through :mod:`lrlib.plugins`), started on the first
   request that the cache cannot answer, so a cached run never starts it.
 
 The model comes from ``model``, ``LRLIB_MODEL`` or ``OPENAI_MODEL``. Calls are plain
@@ -37,6 +37,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
+from lrlib import plugins
 from lrlib.llm.cache import ResponseCache, request_key
 from lrlib.llm.completions import (
     TOKENS_PER_REPLY,
@@ -58,7 +59,6 @@ from lrlib.llm.errors import (
     LLMTimeout,
     classify,
 )
-from lrlib.llm.server import shared_parallel, shared_server
 
 __all__ = [
     "TOKEN_RATIO",
@@ -141,7 +141,7 @@ class LLMClient:
         """How many requests this client has in flight at most (the embedded server's
         slots bound it too)."""
         if self.endpoint.kind == "embedded" and self.endpoint.base_url is None:
-            return min(self.concurrency, shared_parallel())
+            return min(self.concurrency, plugins.local_slots())
         return self.concurrency
 
     @property
@@ -321,7 +321,7 @@ class LLMClient:
                 base_url, key = self.endpoint.base_url, self.endpoint.api_key or "no-key"
                 limit = self.concurrency
                 if self.endpoint.kind == "embedded" and base_url is None:
-                    server = shared_server()
+                    server = plugins.local_server()
                     base_url, key = server.base_url, server.api_key
                     limit = min(limit, server.parallel)  # queued requests would time out
                 self._openai = openai.OpenAI(

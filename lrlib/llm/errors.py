@@ -17,9 +17,13 @@ import os
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from lrlib.llm.server import MODEL_ID
-
 # the error kinds worth another attempt (the SDK's retries): the same request may well succeed later
+# the embedded default model (SmolLM2-135M-Instruct, served by lrlab.server through the
+# lrlib.plugins entry point): the name the cache keys and results carry, its label, its context
+MODEL_ID = "SmolLM2-135M-Instruct.Q4_1"
+MODEL_LABEL = "SmolLM2-135M-Instruct (Q4_1 GGUF, embedded llama.cpp)"
+CONTEXT_TOKENS = 8192  # SmolLM2's training context; the server gives each slot this much
+
 RETRYABLE = frozenset({"timeout", "rate_limit", "server", "connection", "malformed"})
 # set by the client's transport on an HTTP 200 that is not a chat completion (then a retryable 502)
 MALFORMED_HEADER = "x-lrlib-malformed"

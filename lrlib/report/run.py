@@ -72,7 +72,7 @@ def default_steps(n: int = DEFAULT_N_STEPS, split: str = DEFAULT_SPLIT) -> list[
     True
     """
     from lrlib.data.dataset import load_steps
-    from lrlib.llm.server import CONTEXT_TOKENS
+    from lrlib.llm.errors import CONTEXT_TOKENS
 
     every = {s.step_id: s for s in load_steps()}
     pinned = json.loads(Path(__file__).with_name("run_steps.json").read_text())["default"]

