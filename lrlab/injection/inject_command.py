@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lrlab.injection.injection_eval import _cached_items, _score_all, breakdown, summarize
+from lrlab.injection.injection_eval import breakdown, cached_items, score_all, summarize
 from lrlab.injection.injection_sets import build_set
 from lrlib.eval.evaluation import resolve, specs_of
 
@@ -123,8 +123,8 @@ def run(args: argparse.Namespace) -> int:
     from lrlib.eval.evaluation import markdown_table
 
     items = _items(args)
-    ready = _cached_items if args.cached else lambda reducer, todo, clean: list(todo)
-    rows, notes = _score_all(
+    ready = cached_items if args.cached else lambda reducer, todo, clean: list(todo)
+    rows, notes = score_all(
         _table(args), items, not args.no_clean, args.seed, not args.no_progress, ready
     )
     out = Path(args.out) if args.out else paths.data_dir() / "results" / "injection.csv.gz"

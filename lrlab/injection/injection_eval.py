@@ -99,7 +99,7 @@ def score(
     return rows
 
 
-def _cached_items(reducer: Reducer, items: Sequence[InjectedStep], clean: bool) -> list:
+def cached_items(reducer: Reducer, items: Sequence[InjectedStep], clean: bool) -> list:
     """The items whose attacked step (and, with ``clean``, original) ``reducer`` can reduce
     without running a model (:func:`lrlib.report.replay.ready_steps`)."""
     from lrlib.report.replay import ready_steps
@@ -116,7 +116,7 @@ def _cached_items(reducer: Reducer, items: Sequence[InjectedStep], clean: bool) 
     ]
 
 
-def _score_all(
+def score_all(
     reducers: Any,
     items: Sequence[InjectedStep],
     clean: bool,
@@ -160,7 +160,7 @@ def score_cached(
     an item whose LLM answers or embedding vectors are not all cached, for the attacked or
     (``clean``) the original step, is skipped and counted in one note per reducer, never
     computed; live, every item is scored (missing answers are asked for and cached)."""
-    return _score_all(reducers, items, clean, seed, progress, _cached_items)
+    return score_all(reducers, items, clean, seed, progress, cached_items)
 
 
 def summarize(rows: Iterable[Mapping[str, Any]]) -> Any:

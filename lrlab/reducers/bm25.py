@@ -1,4 +1,5 @@
-"""BM25 retrieval (the ``bm25s`` package) over the tree's lines or over its chunks.
+"""BM25 retrieval over the tree's lines or over its chunks, scored as the ``bm25s`` package
+scores them (number for number: ``tests/test_features_fast.py``), without depending on it.
 
 The query is the goal followed by the action history, so the bids of past actions (for
 example ``a51`` in ``click('a51')``) match the lines that carry them. Each step is its own
