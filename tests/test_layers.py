@@ -1,8 +1,9 @@
 """lrlib's layers: every import (top-level, in a function, or for type checking) goes to
 the same or an earlier layer, and no modules import each other in a circle.
 
-The order, earliest first (README, "Layout"): ``settings`` < ``paths``/``runinfo``/``plugins`` < ``core``
-< ``data`` < ``llm`` < ``reducers`` < ``eval`` < ``report`` < ``cli``/``__main__``/``__init__``.
+The order, earliest first (README, "Layout"): ``settings`` < ``paths``/``runinfo``/``plugins``
+< ``core`` < ``data`` < ``llm`` < ``reducers`` < ``eval`` < ``report``
+< ``cli``/``__main__``/``__init__``.
 The research wing, ``lrlab``, sits beside lrlib: it may import lrlib, never the reverse.
 """
 
