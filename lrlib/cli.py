@@ -29,6 +29,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, NoReturn
 
+from lrlib import settings
+
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module implementing add_arguments/run, one-line help)
     "import-traces": (
@@ -110,8 +112,8 @@ def sized_terminal() -> None:
     except (OSError, ValueError, AttributeError):  # not a terminal: tqdm prints plain lines
         return
     if size.columns <= 0 or size.lines <= 0:
-        os.environ.setdefault("TQDM_NCOLS", "100")
-        os.environ.setdefault("TQDM_NROWS", "24")
+        settings.export_env("TQDM_NCOLS", "100", replace=False)
+        settings.export_env("TQDM_NROWS", "24", replace=False)
 
 
 #: the user files imported so far: module name -> file
@@ -185,7 +187,10 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``lrlib`` command."""
     argv = sys.argv[1:] if argv is None else list(argv)
     early = early_arguments(argv)
-    debug = early.debug or os.environ.get("LRLIB_DEBUG", "") not in ("", "0")
+    try:
+        debug = early.debug or settings.current().debug
+    except settings.SettingsError as exc:
+        return fail(early.command, exc)
     try:
         for path in early.user_files:
             load_user_file(path)

@@ -1,6 +1,7 @@
 """Where lrlib reads and writes: resolved from the package, never from the working directory.
 
-Every location can be redirected with an environment variable, so a notebook can point
+Every location can be redirected with an environment variable (read by
+:mod:`lrlib.settings`, or set there with ``settings.override``), so a notebook can point
 lrlib at another results folder without editing code. The files that runs fill and other
 processes read (cache entries, the dataset, vector packs, `lrlib run` tables, the tiktoken
 files) are written with :func:`atomic_write`: a reader or a crash never sees half of one.
@@ -19,18 +20,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
+from lrlib.settings import current
+
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_DIR = PACKAGE_DIR.parent
 
 
-def _env_path(var: str, default: Path) -> Path:
-    value = os.environ.get(var, "").strip()
-    return Path(value).expanduser().resolve() if value else default
+def _resolved(value: Path | None, default: Path) -> Path:
+    return value.resolve() if value is not None else default
 
 
 def data_dir() -> Path:
     """The dataset folder (``$LRLIB_DATA_DIR`` or ``<repo>/data``)."""
-    return _env_path("LRLIB_DATA_DIR", REPO_DIR / "data")
+    return _resolved(current().data_dir, REPO_DIR / "data")
 
 
 def shipped_data_dir() -> Path:
@@ -73,12 +75,12 @@ def miniwob_path() -> Path:
 
 def figures_dir() -> Path:
     """Where figure functions write (``$LRLIB_FIGURES_DIR`` or ``<repo>/figures``)."""
-    return _env_path("LRLIB_FIGURES_DIR", REPO_DIR / "figures")
+    return _resolved(current().figures_dir, REPO_DIR / "figures")
 
 
 def cache_dir() -> Path:
     """LLM/embedding response cache (``$LRLIB_CACHE_DIR`` or ``<data>/cache``)."""
-    return _env_path("LRLIB_CACHE_DIR", data_dir() / "cache")
+    return _resolved(current().cache_dir, data_dir() / "cache")
 
 
 def shipped_cache_dir() -> Path:
@@ -94,20 +96,19 @@ def user_cache_dir() -> Path:
     >>> user_cache_dir().parts[-3:]
     ('.lrlib', 'cache', 'llm')
     """
-    custom = os.environ.get("LRLIB_CACHE_DIR", "").strip()
-    return (Path(custom).expanduser().resolve() if custom else work_dir() / "cache") / "llm"
+    return _resolved(current().cache_dir, work_dir() / "cache") / "llm"
 
 
 def results_dir() -> Path:
     """Where commands write their result tables (``$LRLIB_RESULTS_DIR`` or
     ``<repo>/.lrlib/results``, gitignored)."""
-    return _env_path("LRLIB_RESULTS_DIR", work_dir() / "results")
+    return _resolved(current().results_dir, work_dir() / "results")
 
 
 def work_dir() -> Path:
     """Scratch state that is never committed, e.g. the tiktoken files
     (``$LRLIB_WORK_DIR`` or ``<repo>/.lrlib``)."""
-    return _env_path("LRLIB_WORK_DIR", REPO_DIR / ".lrlib")
+    return _resolved(current().work_dir, REPO_DIR / ".lrlib")
 
 
 def notebooks_dir() -> Path:

@@ -1,8 +1,9 @@
 """lrlib's layers: every import (top-level, in a function, or for type checking) goes to
 the same or an earlier layer, and no modules import each other in a circle.
 
-The order, earliest first (README, "Layout"): ``paths``/``runinfo``/``plugins`` < ``core``
-< ``data`` < ``llm`` < ``reducers`` < ``eval`` < ``report`` < ``cli``/``__main__``/``__init__``.
+The order, earliest first (README, "Layout"): ``settings`` < ``paths``/``runinfo``/``plugins``
+< ``core`` < ``data`` < ``llm`` < ``reducers`` < ``eval`` < ``report``
+< ``cli``/``__main__``/``__init__``.
 The research wing, ``lrlab``, sits beside lrlib: it may import lrlib, never the reverse.
 """
 
@@ -21,7 +22,19 @@ import lrlab
 import lrlib
 
 ROOT = Path(lrlib.__file__).resolve().parent
-LAYERS = ["paths", "runinfo", "plugins", "core", "data", "llm", "reducers", "eval", "report", "cli"]
+LAYERS = [
+    "settings",
+    "paths",
+    "runinfo",
+    "plugins",
+    "core",
+    "data",
+    "llm",
+    "reducers",
+    "eval",
+    "report",
+    "cli",
+]
 TOP = {"lrlib", "lrlib.__main__", "lrlib.cli"}  # the package's front door: may import anything
 
 

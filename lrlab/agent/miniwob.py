@@ -23,12 +23,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from lrlib.settings import current, export_env
+
 CANONICAL_BASE = "http://localhost:8000/"  # BrowserGym's documented MiniWoB address
 
 
 def chromium_path(path: str | None = None) -> str:
     """The chromium executable: ``path``, ``$CHROMIUM`` or ``/usr/bin/chromium``."""
-    path = path or os.environ.get("CHROMIUM", "/usr/bin/chromium")
+    path = path or current().chromium
     if not os.access(path, os.X_OK):
         raise FileNotFoundError(
             f"no chromium at {path}; install Debian's (make browser, or apt-get install "
@@ -113,7 +115,7 @@ class MiniWoB:
         self.browser_build = chromium_build(self.chromium)
         self._server: subprocess.Popen | None = None
         self.base = base or self._serve()
-        os.environ["MINIWOB_URL"] = self.base + "miniwob/"
+        export_env("MINIWOB_URL", self.base + "miniwob/")  # BrowserGym reads it
         import browsergym.core.env as bgenv
         import browsergym.miniwob  # noqa: F401  (registers the tasks)
         from browsergym.core.action.highlevel import HighLevelActionSet

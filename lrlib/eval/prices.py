@@ -10,12 +10,12 @@ and the paper's break-even (appendix B): the retriever pays off when the kept fr
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lrlib import paths
+from lrlib.settings import current
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -62,9 +62,9 @@ def prices_path() -> Path:
     >>> prices_path().name
     'prices.csv'
     """
-    value = os.environ.get("LRLIB_PRICES", "").strip()
-    if value:
-        return Path(value).expanduser()
+    value = current().prices
+    if value is not None:
+        return value
     local = paths.data_dir() / "prices.csv"
     return local if local.is_file() else paths.REPO_DIR / "data" / "prices.csv"
 

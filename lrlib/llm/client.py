@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -59,6 +58,7 @@ from lrlib.llm.errors import (
     LLMTimeout,
     classify,
 )
+from lrlib.settings import current
 
 __all__ = [
     "TOKEN_RATIO",
@@ -126,7 +126,7 @@ class LLMClient:
         self.offline = offline
         self.context_tokens = (
             context_tokens
-            or _env_int("LRLIB_CONTEXT_TOKENS")
+            or current().context_tokens
             or (8192 if self.endpoint.kind == "embedded" else None)
         )
         self.token_ratio = token_ratio or TOKEN_RATIO[self.endpoint.kind]
@@ -370,8 +370,3 @@ def _checked_transport() -> type:
             )
 
     return CheckedTransport
-
-
-def _env_int(name: str) -> int | None:
-    value = os.environ.get(name, "").strip()
-    return int(value) if value else None

@@ -13,9 +13,10 @@ retries them (``max_retries``) before they reach :func:`classify`, any other rai
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
+
+from lrlib.settings import current
 
 # the error kinds worth another attempt (the SDK's retries): the same request may well succeed later
 # the embedded default model (SmolLM2-135M-Instruct, served by lrlab.server through the
@@ -159,10 +160,10 @@ class Endpoint:
         >>> Endpoint.resolve("llama3", "http://localhost:8000/v1").kind
         'compatible'
         """
-        env = os.environ
-        base_url = base_url or env.get("OPENAI_BASE_URL") or None
-        api_key = api_key or env.get("OPENAI_API_KEY") or None
-        model = model or env.get("LRLIB_MODEL") or env.get("OPENAI_MODEL") or None
+        env = current()
+        base_url = base_url or env.base_url or None
+        api_key = api_key or env.api_key or None
+        model = model or env.model or None
         if base_url is None and api_key is None:
             if model not in (None, MODEL_ID):
                 raise LLMError(

@@ -14,7 +14,6 @@ notebooks unless asked to. Nothing here calls a model: the notebooks decide, thr
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import time
 from collections.abc import Sequence
@@ -22,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lrlib import paths
+from lrlib import paths, settings
 
 QUICK_ENV = "LRLIB_QUICK"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -30,14 +29,17 @@ KERNEL = "python3"
 
 
 def quick_mode() -> bool:
-    """True when ``$LRLIB_QUICK`` asks for the quick mode (``1``, ``true``, ``yes``).
+    """True when ``$LRLIB_QUICK`` (or ``settings.override(quick=...)``) asks for the quick
+    mode (``1``, ``true``, ``yes``, ``on``).
 
-    >>> os.environ[QUICK_ENV] = "1"; quick_mode()
+    >>> with settings.override(quick=True):
+    ...     quick_mode()
     True
-    >>> del os.environ[QUICK_ENV]; quick_mode()
+    >>> with settings.override(quick=False):
+    ...     quick_mode()
     False
     """
-    return os.environ.get(QUICK_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    return settings.current().quick
 
 
 def notebook_sources(folder: Path | None = None) -> list[Path]:
@@ -83,10 +85,6 @@ def execute(
         QUICK_ENV: "1" if quick else "0",
         "MPLBACKEND": "module://matplotlib_inline.backend_inline",
         "PYDEVD_DISABLE_FILE_VALIDATION": "1",
-        # the kernel imports the lrlib of this checkout, whatever the install looks like
-        "PYTHONPATH": os.pathsep.join(
-            p for p in (str(paths.REPO_DIR), os.environ.get("PYTHONPATH", "")) if p
-        ),
     }
     client = NotebookClient(
         nb,
@@ -99,7 +97,9 @@ def execute(
     start = time.perf_counter()
     error = None
     try:
-        client.execute(env={**os.environ, **env})  # the kernel's environment, ours untouched
+        # the kernel's environment, ours untouched; it imports the lrlib of this checkout,
+        # whatever the install looks like
+        client.execute(env=settings.child_env(env, prepend={"PYTHONPATH": str(paths.REPO_DIR)}))
     except CellExecutionError as exc:
         lines = _ANSI.sub("", str(exc)).strip().splitlines()
         error = lines[-1] if lines else repr(exc)

@@ -1,6 +1,6 @@
 """LineRetriever in the notebooks: cached answers replayed offline, or a live endpoint.
 
-Two modes, decided from the environment (:func:`offline`):
+Two modes, decided from the settings (:func:`offline`, :mod:`lrlib.settings`):
 
 - **offline** (the default when no endpoint is configured, and in quick mode): the
   answers come from the response cache in ``data/cache`` and nothing else. A step without a
@@ -14,27 +14,25 @@ Two modes, decided from the environment (:func:`offline`):
 The retriever runs in :data:`lrlib.report.run.DEFAULT_CONFIG` (whose answers ship in the cache)
 unless a notebook overrides an option; results always carry the model that produced them.
 
->>> import os; os.environ["LRLIB_OFFLINE"] = "1"
->>> offline(), mode()
+>>> from lrlib import settings
+>>> with settings.override(offline=True):
+...     offline(), mode()
 (True, 'replayed from the response cache (offline)')
->>> del os.environ["LRLIB_OFFLINE"]
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from lrlib.core.step import Step
 from lrlib.reducers.base import Reducer, Reduction
 from lrlib.reducers.lineretriever import LineRetriever
+from lrlib.settings import current
 
 if TYPE_CHECKING:
     import pandas as pd
 
-OFFLINE_ENV = "LRLIB_OFFLINE"
-ENDPOINT_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY")
 THINK_MAX_TOKENS = 384  # room for a <think> block when an ablation turns thinking on
 NO_ANSWER = "offline:no_cached_answer"
 EMPTY_COLUMNS = [
@@ -64,20 +62,22 @@ def offline() -> bool:
     otherwise a quick run (``LRLIB_QUICK=1``) is offline, and a full run is live exactly
     when an endpoint is configured (``OPENAI_BASE_URL`` or ``OPENAI_API_KEY``).
 
-    >>> os.environ["LRLIB_OFFLINE"] = "0"; offline()
+    >>> from lrlib import settings
+    >>> with settings.override(offline=False):
+    ...     offline()
     False
-    >>> del os.environ["LRLIB_OFFLINE"]
     """
-    from lrlib.report.figures import quick_mode
+    env = current()
+    if env.offline is not None:
+        return env.offline
+    if env.quick:
+        return True
+    return not _endpoint_set()
 
-    flag = os.environ.get(OFFLINE_ENV, "").strip().lower()
-    if flag in ("1", "true", "yes", "on"):
-        return True
-    if flag in ("0", "false", "no", "off"):
-        return False
-    if quick_mode():
-        return True
-    return not any(os.environ.get(v, "").strip() for v in ENDPOINT_ENV)
+
+def _endpoint_set() -> bool:
+    env = current()
+    return bool(env.base_url or env.api_key)
 
 
 def mode() -> str:
@@ -128,7 +128,7 @@ def lineretriever(
     config = DEFAULT_CONFIG.replace(answer=answer, strategy=strategy)
     if prompt is not None:
         config = config.replace(prompt=prompt)
-    if any(os.environ.get(v, "").strip() for v in ENDPOINT_ENV):
+    if _endpoint_set():
         config = config.replace(model=model_name())
     return LineRetriever(config, **{"offline": offline(), **overrides})
 

@@ -58,13 +58,13 @@ def save_table(
     rendered with ``formats[column]`` or ``floatfmt``; ``md_columns`` picks the columns of
     the markdown table (default: all).
 
-    >>> import pandas as pd, tempfile, os
-    >>> os.environ["LRLIB_FIGURES_DIR"] = tempfile.mkdtemp()
-    >>> p = save_table(pd.DataFrame({"a": [0.5], "ms": [1234.5]}), "t", "A caption.",
-    ...                formats={"ms": ".0f"})
+    >>> import pandas as pd, tempfile
+    >>> from lrlib import settings
+    >>> with settings.override(figures_dir=tempfile.mkdtemp()):
+    ...     p = save_table(pd.DataFrame({"a": [0.5], "ms": [1234.5]}), "t", "A caption.",
+    ...                    formats={"ms": ".0f"})
     >>> p.read_text().splitlines()[2:]
     ['| a | ms |', '|---|---|', '| 0.500 | 1234 |']
-    >>> del os.environ["LRLIB_FIGURES_DIR"]
     """
     out = paths.figures_dir()
     out.mkdir(parents=True, exist_ok=True)
@@ -160,14 +160,14 @@ def table1(
     episodes), shown in the markdown as ``est [lo, hi] n=steps/episodes``. Written as
     ``<figures>/<name>.md`` and ``.csv``; the caption names the retriever model.
 
-    >>> import pandas as pd, tempfile, os
-    >>> os.environ["LRLIB_FIGURES_DIR"] = tempfile.mkdtemp()
+    >>> import pandas as pd, tempfile
+    >>> from lrlib import settings
     >>> f = pd.DataFrame({"reducer": ["full"], "reduction": [0.0], "reduction_chars": [0.0],
     ...     "reduction_lines": [0.0], "target_status": ["ok"], "covered": [True],
     ...     "covered_visible": [True], "episode_success": [True], "latency_s": [0.001]})
-    >>> table1(f)["coverage"].tolist()
+    >>> with settings.override(figures_dir=tempfile.mkdtemp()):
+    ...     table1(f)["coverage"].tolist()
     [1.0]
-    >>> del os.environ["LRLIB_FIGURES_DIR"]
     """
     import pandas as pd
 
@@ -258,15 +258,15 @@ def interval_report(
     the caption starts with ``what`` (the rows), says what the cells hold, and names the
     retriever model when LineRetriever rows are in.
 
-    >>> import pandas as pd, tempfile, os
-    >>> os.environ["LRLIB_FIGURES_DIR"] = tempfile.mkdtemp()
+    >>> import pandas as pd, tempfile
+    >>> from lrlib import settings
     >>> f = pd.DataFrame({"reducer": ["a"] * 2, "split": ["test"] * 2, "episode": [1, 2],
     ...     "reduction": [0.5, 0.7], "covered": [True, False], "target_status": ["ok"] * 2,
     ...     "reduction_chars": [0.5] * 2, "reduction_lines": [0.5] * 2, "latency_s": [0.0] * 2,
     ...     "covered_visible": [True, False]})
-    >>> interval_report(f, ["reducer", "split"], "t", "Some rows").iloc[0]["target coverage"]
+    >>> with settings.override(figures_dir=tempfile.mkdtemp()):
+    ...     interval_report(f, ["reducer", "split"], "t", "Some rows").iloc[0]["target coverage"]
     '50.0% [0.0, 100.0] n=2/2'
-    >>> del os.environ["LRLIB_FIGURES_DIR"]
     """
     require_model(list(dict.fromkeys(frame["reducer"])), model)
     table = interval_table(frame, by=list(by))
@@ -290,13 +290,13 @@ def gap_report(
     written as ``<name>.md``/``.csv``. Sides are bootstrapped independently (different
     episodes), so an interval that contains 0 means no gap is shown at this n.
 
-    >>> import pandas as pd, tempfile, os
-    >>> os.environ["LRLIB_FIGURES_DIR"] = tempfile.mkdtemp()
+    >>> import pandas as pd, tempfile
+    >>> from lrlib import settings
     >>> f = pd.DataFrame({"reducer": ["a"] * 4, "split": ["validation"] * 2 + ["test"] * 2,
     ...     "episode": [1, 2, 3, 4], "covered": [1.0, 1.0, 1.0, 0.0]})
-    >>> gap_report(f, "g").iloc[0]["target coverage: gap [95% CI] (n validation / test)"]
+    >>> with settings.override(figures_dir=tempfile.mkdtemp()):
+    ...     gap_report(f, "g").iloc[0]["target coverage: gap [95% CI] (n validation / test)"]
     '+50.0 [+0.0, +100.0] (2/2 vs 2/2)'
-    >>> del os.environ["LRLIB_FIGURES_DIR"]
     """
     import pandas as pd
 
