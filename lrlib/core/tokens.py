@@ -197,9 +197,9 @@ def _pieces_at_boundaries(lines: Sequence[str], text: str, encoding: str) -> Seq
     >>> _pieces_at_boundaries(["a", "", "b", "c"], "a\\n\\nb\\nc", "o200k_base")
     ['a\\n', 'b', 'c']
     """
-    glued = {m.start() for m in _GLUED[encoding].finditer(text)}
-    if not glued:
+    if _GLUED[encoding].search(text) is None:
         return lines
+    glued = {m.start() for m in _GLUED[encoding].finditer(text)}
     pieces, at = [lines[0]], len(lines[0])  # at: the offset of the newline after a line
     for line in islice(lines, 1, None):
         if at in glued:
@@ -271,25 +271,32 @@ def _split_counts(pieces: Sequence[str], text: str, encoding: str, closed: bool)
         len(p) >= _LONG_RUN and _LONG_BLANK.search(p) for p in pieces
     ):
         return _one_by_one(pieces, encoding, closed)
-    if text.isascii():
-        ends = np.fromiter(map(len, pieces), np.int64, len(pieces)) + 1
-        ends = np.cumsum(ends, out=ends)
-    elif text.count("\n") == len(pieces) - 1 + closed:  # no piece holds a newline of its own
-        try:
-            data = np.frombuffer(text.encode("utf-8"), np.uint8)
-        except UnicodeEncodeError:  # lone surrogates: tiktoken replaces them
-            return _one_by_one(pieces, encoding, closed)
-        ends = np.append(np.flatnonzero(data == 10) + 1, len(data))[: len(pieces)]
-    else:
-        try:
-            sizes = [len(p.encode("utf-8")) + 1 for p in pieces]
-        except UnicodeEncodeError:
-            return _one_by_one(pieces, encoding, closed)
-        ends = np.cumsum(sizes)
-    found = get_encoding(encoding).encode_to_numpy(text, disallowed_special=())
-    cut = np.searchsorted(np.cumsum(token_byte_lengths(encoding)[found]), ends, "right")
-    cut[-1] = len(found)  # the last piece ends the text (its newline, if any, is its own)
-    return np.diff(cut, prepend=0).tolist()
+    try:
+        found = get_encoding(encoding).encode_to_numpy(text, disallowed_special=())
+    except UnicodeEncodeError:  # lone surrogates (encode_ordinary replaces them)
+        return _one_by_one(pieces, encoding, closed)
+    # a joining newline ends the token holding it: with no other newline in the pieces,
+    # the tokens ending in a newline are the pieces' last tokens
+    stops = np.flatnonzero(_ends_in_newline(encoding).take(found)) + 1
+    if len(stops) != len(pieces) - 1 + closed:  # a newline within a piece ends a token too
+        sizes = np.fromiter(map(len, map(str.encode, pieces)), np.int64, len(pieces)) + 1
+        cumulative = token_byte_lengths(encoding).take(found).cumsum()
+        stops = cumulative.searchsorted(sizes.cumsum(), "right")
+    cut = np.append(stops[: len(pieces) - 1], len(found))
+    counts = cut.copy()
+    counts[1:] -= cut[:-1]
+    return counts.tolist()
+
+
+@lru_cache(maxsize=8)
+def _ends_in_newline(encoding: str) -> np.ndarray:
+    """For every token rank: whether its bytes end with a newline (tiktoken's public
+    ``token_byte_values`` and ``encode_single_token``)."""
+    enc = get_encoding(encoding)
+    table = np.zeros(enc.n_vocab, np.bool_)
+    nl = [enc.encode_single_token(b) for b in enc.token_byte_values() if b.endswith(b"\n")]
+    table[nl] = True
+    return table
 
 
 def _one_by_one(pieces: Sequence[str], encoding: str, closed: bool) -> list[int]:
@@ -331,13 +338,15 @@ def count_lines(lines: Sequence[str], encoding: str = DEFAULT_ENCODING) -> int:
         return sum(map(memo.__getitem__, head)) + len(encode(pieces[-1], encoding))
     except KeyError:
         pass
-    missing = list(filterfalse(memo.__contains__, dict.fromkeys(head)))
-    if 10 * (sum(map(len, missing)) + len(missing)) < 9 * len(text):  # some text is known:
-        found = dict(zip(missing, _count_missing(missing, encoding), strict=True))  # count
-        _remember(memo, found)  # the rest only
+    if memo and 10 * sum(map(len, filter(memo.__contains__, head))) > len(text):
+        # a tenth of the text is known: count the rest only
+        missing = list(filterfalse(memo.__contains__, dict.fromkeys(head)))
+        _remember(memo, dict(zip(missing, _count_missing(missing, encoding), strict=True)))
         return sum(map(memo.__getitem__, head)) + len(encode(pieces[-1], encoding))
     counts = _split_counts(pieces, text, encoding, closed=False)
-    _remember(memo, dict(zip(head, counts[:-1], strict=True)))  # the last: no newline
+    if len(memo) + len(head) > _LINE_MEMO_MAX:
+        memo.clear()
+    memo.update(zip(head, counts, strict=False))  # the last piece (no newline) is not kept
     return sum(counts)
 
 
