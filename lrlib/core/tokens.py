@@ -341,8 +341,13 @@ def count_lines(lines: Sequence[str], encoding: str = DEFAULT_ENCODING) -> int:
     if memo and 10 * sum(map(len, filter(memo.__contains__, head))) > len(text):
         # a tenth of the text is known: count the rest only
         missing = list(filterfalse(memo.__contains__, dict.fromkeys(head)))
-        _remember(memo, dict(zip(missing, _count_missing(missing, encoding), strict=True)))
-        return sum(map(memo.__getitem__, head)) + len(encode(pieces[-1], encoding))
+        found = dict(zip(missing, _count_missing(missing, encoding), strict=True))
+        memo.update(found)
+        total = sum(map(memo.__getitem__, head)) + len(encode(pieces[-1], encoding))
+        if len(memo) > _LINE_MEMO_MAX:
+            memo.clear()
+            memo.update(found)
+        return total
     counts = _split_counts(pieces, text, encoding, closed=False)
     if len(memo) + len(head) > _LINE_MEMO_MAX:
         memo.clear()
