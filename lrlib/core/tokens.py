@@ -224,14 +224,10 @@ def line_token_counts(lines: Sequence[str], encoding: str = DEFAULT_ENCODING) ->
     missing = list(filterfalse(memo.__contains__, dict.fromkeys(lines)))
     found = dict(zip(missing, _count_missing(missing, encoding), strict=True))
     counts = [found[ln] if ln in found else memo[ln] for ln in lines]
-    _remember(memo, found)
-    return counts
-
-
-def _remember(memo: dict[str, int], found: dict[str, int]) -> None:
     if len(memo) + len(found) > _LINE_MEMO_MAX:
         memo.clear()
     memo.update(found)
+    return counts
 
 
 def _count_missing(lines: list[str], encoding: str) -> list[int]:
