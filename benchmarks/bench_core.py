@@ -5,11 +5,11 @@ about 30% of the lines in 20 ranges, prune with `remove` and with `structure`, c
 tokens of the original and of both results (o200k_base).
 
 Large trees are real trees tiled, with bids renumbered per copy so every line is distinct.
-"cold" clears lrlib's memo of line token counts before every repetition (every line is
-counted: ASCII text by toktok, other lines encoded by riptoken, when installed, else
-tiktoken; "cold CPU" is the same in process CPU time, which machine load inflates less);
-"warm" keeps it (what a run over an episode or a dataset sees, since steps share most
-lines; with toktok only the non-ASCII lines use the memo). Prints a markdown table; run:
+"cold" clears lrlib's memo of line token counts before every repetition (the tree is
+encoded by tiktoken in one call and its tokens split back into lines; "cold CPU" is the
+same in process CPU time, which machine load inflates less); "warm" keeps it (what a run
+over an episode or a dataset sees, since steps share most lines: only new lines are
+encoded). Prints a markdown table; run:
 .venv/bin/python benchmarks/bench_core.py
 """
 

@@ -7,8 +7,9 @@ number the tree, build the retriever prompt, parse an answer selecting ~30% of t
 - lrlib: ``parse`` + ``get_prompt("paper").build`` + ``parse_answer`` + ``prune`` with
   ``remove`` and ``structure`` (or, in the "AgentLab's outputs" row, with
   ``remove-agentlab`` and ``bid-agentlab``, whose texts are AgentLab's own) +
-  ``count_lines`` of the three (o200k_base; exact: toktok counts ASCII text, riptoken the
-  other lines, both checked against tiktoken; see lrlib/core/bpe.py).
+  ``count_lines`` of the three (o200k_base, tiktoken's exact counts: the tree's lines are
+  encoded in one tiktoken call and its tokens split back into lines, which the outputs
+  then find in the memo; only their new lines, markers and stubs, are encoded).
 - AgentLab (the peer's own code, ../shared/peer/agentlab-pr302, imported through
   tests/peer_import.py): ``add_line_numbers_to_tree`` + ``LlmRetrieverPrompt.prompt`` +
   tag parsing, ``FocusAgent.clean_list``, ``ast.literal_eval`` and range expansion (as in
@@ -22,6 +23,10 @@ number prefixes). Trees: the recorded step with the median number of lines, and 
 tiled to 20,000 lines (bids renumbered). The two paths alternate within one process (the
 order swapped every other repetition), so machine load affects both alike; medians of wall
 time and of process CPU time (all threads) and their ratio are printed, with the load.
+
+The last rows are the floor of any exact cold count with tiktoken on the median tree: one
+``encode_ordinary`` of the tree plus one of the new lines of both outputs (no memo can
+know them), alone and with lrlib's other work (parse, prompt, answer, both prunes).
 Run: .venv/bin/python benchmarks/bench_vs_agentlab.py [--repeats N]
 """
 
@@ -87,6 +92,43 @@ def agentlab_step(text: str, goal: str, answer: str) -> tuple[int, int, int]:
     return count(text), count(removed), count(structured)
 
 
+def floor_step(text: str, goal: str, answer: str) -> tuple[float, float]:
+    """Seconds of lrlib's work besides counting, and of what any exact cold count with
+    tiktoken must do: encode the tree, and the lines of both outputs the tree lacks."""
+    t0 = time.perf_counter()
+    tree = parse(text)
+    get_prompt("paper").build(goal, tree, HISTORY)
+    selection = parse_answer(answer, len(tree))
+    removed = prune(tree, selection, "remove")
+    structured = prune(tree, selection, "structure")
+    other = time.perf_counter() - t0
+    known = set(tree.texts)
+    new = "\n".join(ln for ln in dict.fromkeys(removed.lines + structured.lines) if ln not in known)
+    enc = tokens.get_encoding()
+    t0 = time.perf_counter()
+    enc.encode_ordinary(text)
+    enc.encode_ordinary(new)
+    return other, time.perf_counter() - t0
+
+
+def floor(text: str, goal: str, repeats: int) -> tuple[float, float, float]:
+    """Median ms of: the tiktoken encodes alone, them with lrlib's other work, AgentLab."""
+    answer = answer_for(len(text.split("\n")))
+    encodes, whole, theirs = [], [], []
+    for _ in range(repeats):
+        other, encode = floor_step(text, goal, answer)
+        encodes.append(encode)
+        whole.append(other + encode)
+        t0 = time.perf_counter()
+        agentlab_step(text, goal, answer)
+        theirs.append(time.perf_counter() - t0)
+    return (
+        statistics.median(encodes) * 1e3,
+        statistics.median(whole) * 1e3,
+        statistics.median(theirs) * 1e3,
+    )
+
+
 def side_by_side(
     text: str, goal: str, repeats: int, clock=time.perf_counter, strategies=PAPER
 ) -> tuple[float, float]:
@@ -138,6 +180,11 @@ def main() -> None:
             print(
                 f"| {name}, n={reps} | {label} | {ours:.2f} | {theirs:.2f} | {theirs / ours:.1f}x |"
             )
+    encodes, whole, theirs = floor(median.tree, median.goal, repeats)
+    for label, ms in (("tiktoken encodes only", encodes), ("+ lrlib's other work", whole)):
+        print(
+            f"| floor, median tree: {label} | wall | {ms:.2f} | {theirs:.2f} | {theirs / ms:.1f}x |"
+        )
 
 
 if __name__ == "__main__":

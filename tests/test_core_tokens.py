@@ -252,3 +252,36 @@ def _env_names(source: str) -> list[str]:
         arg = n.slice if isinstance(n, ast.Subscript) else n.args[0]
         names.append(ast.literal_eval(arg))
     return names
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_counts_stay_exact_when_the_memo_overflows(real_trees, encoding, monkeypatch):
+    """A tiny memo is emptied over and over, on the whole-text and the new-lines paths."""
+    enc = get_encoding(encoding)
+    monkeypatch.setattr(tokens, "_LINE_MEMO_MAX", 50)
+    tokens.clear_line_memo()
+    texts = [t["tree"] for t in real_trees.values() if len(t["tree"]) > 3 * tokens._SHORT]
+    assert len(texts) >= 2
+    for text in texts + texts[::-1]:
+        lines = text.split("\n")
+        assert count_lines(lines, encoding) == len(enc.encode_ordinary(text))  # whole text
+        assert len(tokens._line_memo[encoding]) <= len(lines)
+        k = len(lines) // 2
+        half = [*lines[:k], f"\t\t... {k} lines pruned ...", *lines[k : k + 3], "\tend"]
+        # the new lines only (most are known), then the memo is emptied
+        assert count_lines(half, encoding) == len(enc.encode_ordinary("\n".join(half)))
+        assert len(tokens._line_memo[encoding]) <= 50
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_lines_holding_newlines_are_split_by_bytes(encoding):
+    """Pieces with newlines of their own (glued blank lines, or lines given with a "\\n")
+    make more tokens end in a newline than there are pieces: counted by byte offsets."""
+    enc = get_encoding(encoding)
+    lines = ["RootWebArea 'é'", "", "\t[1] button 'Go'\n\n\tx", "  ", "/path", "\tStaticText 'ü'"]
+    lines = (lines * 120)[:-1] + ["end"]
+    tokens.clear_line_memo()
+    assert count_lines(lines, encoding) == len(enc.encode_ordinary("\n".join(lines)))
+    assert line_token_counts(lines, encoding) == [
+        len(enc.encode_ordinary(ln + "\n")) for ln in lines
+    ]

@@ -23,12 +23,16 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import repeat
 
 # indentation, optional "[bid]", optional role; one match per line (the pattern can match "")
 LINE_HEAD = re.compile(
     r"^([\t ]*)(?:\[([^\]\s]{1,64})\](?= |$) ?)?(?:([A-Za-z][\w-]{0,63})(?=[ ,]|$))?",
     re.MULTILINE,
 )
+# the same after a newline: ``findall`` on ``"\n" + "\n".join(lines)`` (one match per line)
+# jumps from newline to newline instead of trying every position as ``^`` does
+LINE_HEADS = re.compile("\n" + LINE_HEAD.pattern.removeprefix("^"), re.MULTILINE)
 NUMBER_FORMAT = "{n}: "
 
 
@@ -79,7 +83,7 @@ class AxTree:
 
     @cached_property
     def _heads(self) -> list[tuple[str, str, str]]:
-        heads = LINE_HEAD.findall("\n".join(self.texts))
+        heads = LINE_HEADS.findall("\n" + "\n".join(self.texts))
         if len(heads) != len(self.texts):  # cannot happen for "\n"-free lines; be safe anyway
             heads = [LINE_HEAD.match(t).groups("") for t in self.texts]
         return heads
@@ -197,9 +201,9 @@ def parse(text: str) -> AxTree:
     if not isinstance(text, str):
         raise TypeError(f"parse() takes the tree as str, not {type(text).__name__}")
     texts = split_lines(text)
-    tabs = [len(t) - len(t.lstrip("\t")) for t in texts]
-    # a line whose indentation holds a space starts with one, or follows a tab with one
-    if not (text.startswith(" ") or "\n " in text or "\t " in text or "\r " in text):
+    bodies = list(map(str.lstrip, texts, repeat("\t")))  # never "": blank lines are dropped
+    tabs = list(map(operator.sub, map(len, texts), map(len, bodies)))
+    if " " not in map(operator.itemgetter(0), bodies):  # no indentation holds a space
         return AxTree(texts, tabs, tabs, _parents(tabs))
     indents = [len(t) - len(t.lstrip("\t ")) for t in texts]
     if tabs == indents:

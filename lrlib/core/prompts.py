@@ -43,6 +43,9 @@ class PromptOptions:
             raise ValueError(f"answer must be 'tags' or 'json', not {self.answer!r}")
 
 
+_DEFAULT = PromptOptions()
+
+
 @dataclass(frozen=True)
 class PromptVariant:
     """A named retriever prompt. ``guidance`` is the variant's selection policy."""
@@ -126,7 +129,7 @@ class PromptVariant:
         >>> "1: [7] button 'Menu'" in m[1]["content"]
         True
         """
-        options = replace(options or PromptOptions(), **switches)
+        options = replace(options or _DEFAULT, **switches) if switches else options or _DEFAULT
         if isinstance(tree, str):
             tree = parse(tree)
         parts = [f"# Goal\n{goal.strip()}"]

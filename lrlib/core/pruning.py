@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from lrlib.core.axtree import LINE_HEAD, AxTree, parse
+from lrlib.core.axtree import LINE_HEADS, AxTree, parse
 from lrlib.core.selection import Selection
 
 Strategy = Literal[
@@ -166,7 +166,7 @@ def _stubs(tree: AxTree, indices: list[int]) -> list[str]:
     texts, indents = tree.texts, tree.indents
     heads = None
     if "bids" not in tree.__dict__:
-        heads = LINE_HEAD.findall("\n".join([texts[i] for i in indices]))
+        heads = LINE_HEADS.findall("\n" + "\n".join([texts[i] for i in indices]))
     if heads is None or len(heads) != len(indices):  # a line with a newline of its own
         return [tree.stub(i) for i in indices]
     out = []

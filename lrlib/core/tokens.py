@@ -196,9 +196,9 @@ def _pieces_at_boundaries(lines: Sequence[str], text: str, encoding: str) -> Seq
     >>> _pieces_at_boundaries(["a", "", "b", "c"], "a\\n\\nb\\nc", "o200k_base")
     ['a\\n', 'b', 'c']
     """
-    glued = {m.start() for m in _GLUED[encoding].finditer(text)}
-    if not glued:
+    if _GLUED[encoding].search(text) is None:
         return lines
+    glued = {m.start() for m in _GLUED[encoding].finditer(text)}
     pieces, at = [lines[0]], len(lines[0])  # at: the offset of the newline after a line
     for line in islice(lines, 1, None):
         if at in glued:
@@ -210,7 +210,7 @@ def _pieces_at_boundaries(lines: Sequence[str], text: str, encoding: str) -> Seq
 
 
 def line_token_counts(lines: Sequence[str], encoding: str = DEFAULT_ENCODING) -> list[int]:
-    """Tokens of ``line + "\\n"`` for every line (memoised; the misses encoded once each).
+    """Tokens of ``line + "\\n"`` for every line (memoised; the misses encoded together).
 
     >>> line_token_counts(["a", "b"])
     [2, 2]
@@ -221,11 +221,84 @@ def line_token_counts(lines: Sequence[str], encoding: str = DEFAULT_ENCODING) ->
     except KeyError:
         pass
     missing = list(filterfalse(memo.__contains__, dict.fromkeys(lines)))
-    found = dict(zip(missing, count_each([ln + "\n" for ln in missing], encoding), strict=True))
+    found = dict(zip(missing, _count_missing(missing, encoding), strict=True))
     counts = [found[ln] if ln in found else memo[ln] for ln in lines]
     if len(memo) + len(found) > _LINE_MEMO_MAX:
         memo.clear()
     memo.update(found)
+    return counts
+
+
+def _count_missing(lines: list[str], encoding: str) -> list[int]:
+    """Tokens of ``line + "\\n"`` for each of ``lines`` (distinct): the lines that may
+    follow a newline without gluing to it are encoded in one call on ``"\\n".join``
+    of them and the tokens split back at the newlines; the others one by one."""
+    if len(lines) < 2 or encoding not in _GLUED:
+        return count_each([ln + "\n" for ln in lines], encoding)
+    text = "\n".join(lines)
+    glued = [m.start() for m in _GLUED[encoding].finditer(text)]
+    if not glued:
+        return _split_counts(lines, text + "\n", encoding, closed=True)
+    # a newline glued to the line after it: that line is counted alone (the test looks
+    # at that line only, wherever it stands)
+    ends = list(accumulate(map(len, lines)))
+    after = {ends[k] + k: k + 1 for k in range(len(lines) - 1)}  # newline offset -> next line
+    alone = {after[q] for q in glued if q in after}
+    rest = [ln for k, ln in enumerate(lines) if k not in alone]
+    solo = [lines[k] for k in sorted(alone)]
+    found = dict(zip(solo, count_each([ln + "\n" for ln in solo], encoding), strict=True))
+    if rest:
+        counts = _split_counts(rest, "\n".join(rest) + "\n", encoding, closed=True)
+        found.update(zip(rest, counts, strict=True))
+    return [found[ln] for ln in lines]
+
+
+def _split_counts(pieces: Sequence[str], text: str, encoding: str, closed: bool) -> list[int]:
+    """Tokens of ``piece + "\\n"`` for each piece, from one encode of ``text`` (the pieces
+    joined by ``"\\n"``, and a last newline if ``closed``), when every joining newline is a
+    pre-token boundary: each piece's tokens are those ending within its bytes and newline.
+    For the last piece of a ``text`` not ``closed``: its own tokens.
+
+    >>> _split_counts(["RootWebArea 'x'", "\\t[1] button 'Go'"], "RootWebArea 'x'\\n\\t[1] button 'Go'", "o200k_base", False)
+    [6, 8]
+    """
+    if len(text) >= _LONG_RUN and any(  # tiktoken cannot split such a text whole
+        len(p) >= _LONG_RUN and _LONG_BLANK.search(p) for p in pieces
+    ):
+        return _one_by_one(pieces, encoding, closed)
+    try:
+        found = get_encoding(encoding).encode_to_numpy(text, disallowed_special=())
+    except UnicodeEncodeError:  # lone surrogates (encode_ordinary replaces them)
+        return _one_by_one(pieces, encoding, closed)
+    # a joining newline ends the token holding it: with no other newline in the pieces,
+    # the tokens ending in a newline are the pieces' last tokens
+    stops = np.flatnonzero(_ends_in_newline(encoding).take(found)) + 1
+    if len(stops) != len(pieces) - 1 + closed:  # a newline within a piece ends a token too
+        sizes = np.fromiter(map(len, map(str.encode, pieces)), np.int64, len(pieces)) + 1
+        cumulative = token_byte_lengths(encoding).take(found).cumsum()
+        stops = cumulative.searchsorted(sizes.cumsum(), "right")
+    cut = np.append(stops[: len(pieces) - 1], len(found))
+    counts = cut.copy()
+    counts[1:] -= cut[:-1]
+    return counts.tolist()
+
+
+@lru_cache(maxsize=8)
+def _ends_in_newline(encoding: str) -> np.ndarray:
+    """For every token rank: whether its bytes end with a newline (tiktoken's public
+    ``token_byte_values`` and ``encode_single_token``)."""
+    enc = get_encoding(encoding)
+    table = np.zeros(enc.n_vocab, np.bool_)
+    nl = [enc.encode_single_token(b) for b in enc.token_byte_values() if b.endswith(b"\n")]
+    table[nl] = True
+    return table
+
+
+def _one_by_one(pieces: Sequence[str], encoding: str, closed: bool) -> list[int]:
+    """What :func:`_split_counts` returns, with one encode per piece."""
+    counts = count_each([p + "\n" for p in pieces], encoding)
+    if not closed:
+        counts[-1] = len(encode(pieces[-1], encoding))
     return counts
 
 
@@ -242,7 +315,8 @@ def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
 
 def count_lines(lines: Sequence[str], encoding: str = DEFAULT_ENCODING) -> int:
     """Exact tokens of ``"\\n".join(lines)``: the sum of the memoised counts of its pieces
-    between the newlines that are pre-token boundaries (all of them, in a tree), plus the last.
+    between the newlines that are pre-token boundaries (all of them, in a tree), plus the
+    last. When most pieces are new, the text is encoded whole once and its tokens split.
 
     >>> count_lines(["RootWebArea 'x'", "\\t[1] button 'Go'"]) == count_tokens("RootWebArea 'x'\\n\\t[1] button 'Go'")
     True
@@ -253,7 +327,27 @@ def count_lines(lines: Sequence[str], encoding: str = DEFAULT_ENCODING) -> int:
     if len(text) < _SHORT or encoding not in _GLUED:
         return len(encode(text, encoding))
     pieces = _pieces_at_boundaries(lines, text, encoding)
-    return sum(line_token_counts(pieces[:-1], encoding)) + len(encode(pieces[-1], encoding))
+    memo = _line_memo.setdefault(encoding, {})
+    head = pieces[:-1]
+    try:  # the common case: every piece seen before
+        return sum(map(memo.__getitem__, head)) + len(encode(pieces[-1], encoding))
+    except KeyError:
+        pass
+    if memo and 10 * sum(map(len, filter(memo.__contains__, head))) > len(text):
+        # a tenth of the text is known: count the rest only
+        missing = list(filterfalse(memo.__contains__, dict.fromkeys(head)))
+        found = dict(zip(missing, _count_missing(missing, encoding), strict=True))
+        memo.update(found)
+        total = sum(map(memo.__getitem__, head)) + len(encode(pieces[-1], encoding))
+        if len(memo) > _LINE_MEMO_MAX:
+            memo.clear()
+            memo.update(found)
+        return total
+    counts = _split_counts(pieces, text, encoding, closed=False)
+    if len(memo) + len(head) > _LINE_MEMO_MAX:
+        memo.clear()
+    memo.update(zip(head, counts, strict=False))  # the last piece (no newline) is not kept
+    return sum(counts)
 
 
 def truncate_bottom(text: str, budget: int, encoding: str = DEFAULT_ENCODING) -> str:
