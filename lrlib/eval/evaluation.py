@@ -128,12 +128,11 @@ def parse_reducers(text: str) -> list[ReducerSpec]:
     ...
     KeyError: "unknown reducer 'nope'; valid reducers: ..."
     """
-    out = []
+    out, valid = [], list_reducers()
     for label in (s.strip() for s in text.split(";")):
         if not label:
             continue
         name, params = parse_spec(label)
-        valid = list_reducers()
         if name not in valid:
             raise KeyError(f"unknown reducer {name!r}; valid reducers: {', '.join(valid)}")
         check_options(name, params)

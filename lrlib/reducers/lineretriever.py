@@ -278,6 +278,23 @@ class LineRetriever(Reducer):
         lines = numbered_lines(get_view(self.options.view)(tree))
         return plan_windows(lines, tree.depths, budget, self.encoding)
 
+    def cached_steps(self, steps: Sequence[Step]) -> list[bool]:
+        """Whether the response cache holds every answer each step needs (its planned
+        windows' requests), read without any network; a step that cannot be planned
+        (e.g. a prompt too long for the context) is not."""
+        out = []
+        for step in steps:
+            try:
+                windows = self.plan(step)
+            except Exception:
+                out.append(False)
+                continue
+            out.append(
+                bool(windows)
+                and all(self.client.cached(self.request(step, w)) is not None for w in windows)
+            )
+        return out
+
     def fits(self, step: Step) -> bool:
         """True when ``step`` needs a single window."""
         try:

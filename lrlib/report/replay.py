@@ -143,18 +143,9 @@ def default_steps(limit: int | None = None) -> list[Step]:
 
 
 def has_answers(reducer: Reducer, step: Step) -> bool:
-    """True when the cache holds every answer ``reducer`` needs for ``step`` (no network)."""
-    client = getattr(reducer, "client", None)
-    if client is None:
-        return True
-    try:
-        windows = reducer.plan(step)  # type: ignore[attr-defined]
-    except Exception:
-        return False
-    return bool(windows) and all(
-        client.cached(reducer.request(step, w)) is not None  # type: ignore[attr-defined]
-        for w in windows
-    )
+    """True when the cache holds every answer ``reducer`` needs for ``step`` (no network):
+    :meth:`~lrlib.reducers.base.Reducer.cached_steps` of one step."""
+    return reducer.cached_steps([step])[0]
 
 
 def safe_reduce(reducer: Reducer, step: Step) -> Reduction:
@@ -194,8 +185,6 @@ def ready_steps(reducer: Reducer, steps: Sequence[Step]) -> list[Step]:
     Live (not :func:`offline`), every step."""
     if not offline():
         return list(steps)
-    if getattr(reducer, "client", None) is not None:
-        return [s for s in steps if has_answers(reducer, s)]
     return [s for s, ok in zip(steps, reducer.cached_steps(steps), strict=True) if ok]
 
 
