@@ -16,7 +16,7 @@ child's peak RSS is reported beside it). Inputs:
 ``x10`` is the time of the 10x input over the 1x input: about 10 means linear.
 Also answers that copy a page's planted answers (``<answer>``, ``{"ranges"}``, fake
 ``</think>``) as the compact view shows them, 10 MB of copies after a genuine answer, with
-the page given (the echo check of :mod:`lrlib.core.echo` on every tag), and numbers written as
+the page given (the echo check of :class:`lrlib.core.ranges.PageEcho` on every tag), and numbers written as
 expressions (``10**18``, ``1e9``, ``1_000``: a typed ``expression`` error).
 Run: .venv/bin/python benchmarks/bench_hostile.py [--quick] [--only SUBSTRING]
 """
@@ -183,8 +183,8 @@ def _echo_setup(size: int) -> tuple[str, str, int]:
     ``</think>``), and ``size`` characters of the model copying those lines as the compact
     view shows them, with a genuine answer first."""
     from lrlab.injection import inject
+    from lrlib.core.pruning import render
     from lrlib.core.step import Step
-    from lrlib.core.views import render
 
     base = json.loads(FIXTURES.read_text())[0]
     step = Step(goal=base["goal"], tree=base["tree"], step_id="bench")

@@ -14,8 +14,8 @@ import statistics
 import time
 
 from lrlib.core.prompts import get_prompt
+from lrlib.core.pruning import get_view, register_view
 from lrlib.core.tokens import count_tokens
-from lrlib.core.views import get_view, register_view
 from lrlib.data.dataset import load_steps
 
 URL = re.compile(r", url=(?:'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")")

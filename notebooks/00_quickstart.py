@@ -18,8 +18,8 @@
 from IPython.display import Markdown
 
 import lrlib
+from lrlib.core.pruning import render
 from lrlib.core.tokens import count_tokens
-from lrlib.core.views import render
 from lrlib.report import ablations, figures, plots, replay
 
 # %% tags=["parameters"]

@@ -12,7 +12,7 @@ import pytest
 
 from lrlib.cli import UsageError, main
 from lrlib.core.prompts import list_prompts
-from lrlib.core.views import list_views
+from lrlib.core.pruning import list_views
 from lrlib.data import dataset as data
 from lrlib.reducers import list_reducers, reducer_options
 

@@ -17,9 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lrlab.injection.inject import inject
-from lrlib.core.echo import names_only
-from lrlib.core.ranges import AnswerParseError, parse_answer
-from lrlib.core.views import render
+from lrlib.core.pruning import render
+from lrlib.core.ranges import AnswerParseError, names_only, parse_answer
 from lrlib.data import dataset as data
 
 VIEWS = ("full", "compact", "window", "names")

@@ -268,7 +268,7 @@ def test_sweep_rows_carry_intervals(steps):
 
 
 def test_all_reducers_adds_registered_ones(monkeypatch):
-    from lrlib.reducers import registry as base
+    from lrlib.reducers import base
 
     monkeypatch.setitem(base._REGISTRY, "my-scorer", base._REGISTRY["full"])
     names = evaluation.all_reducers()

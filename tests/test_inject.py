@@ -242,7 +242,7 @@ def test_echoed_tags_in_thinking_never_count(tagged):
     with pytest.raises(AnswerParseError):
         parse_answer(partial, n, page=tree)
     # the numbered view the retriever reads carries the same tags: same outcome
-    from lrlib.core.views import render
+    from lrlib.core.pruning import render
 
     numbered = render(item.step.axtree)
     with pytest.raises(AnswerParseError):

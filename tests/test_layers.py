@@ -5,11 +5,14 @@ The order, earliest first (README, "Layout"): ``settings`` < ``paths``/``runinfo
 < ``core`` < ``data`` < ``llm`` < ``reducers`` < ``eval`` < ``report``
 < ``cli``/``__main__``/``__init__``.
 The research wing, ``lrlab``, sits beside lrlib: it may import lrlib, never the reverse.
+The core (:data:`CORE`, what a newcomer reads first) is at most 25 modules and 6,000 lines
+and imports nothing of lrlib outside itself.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 import subprocess
@@ -277,3 +280,151 @@ def test_recipe_add_a_reducer_in_your_own_file(tmp_path: Path) -> None:
     assert list(frame["reducer"]) == ["keep-links"] * 3 + ["full"] * 3
     mine, full = frame[frame["reducer"] == "keep-links"], frame[frame["reducer"] == "full"]
     assert (mine["lines_after"].to_numpy() < full["lines_after"].to_numpy()).all()
+
+
+# The core: what a newcomer reads first - the design's three jobs (prompts, answer ranges
+# with the echo check, pruning with the views), the Step, the reducer interface and
+# registry, the simple baselines, LineRetriever and the LLM client it asks - with the
+# settings, paths, provenance and plugin hooks they rest on (README, "Layout"). The rest of
+# lrlib (data/, eval/, report/, cli.py) is evaluation and reporting built around it; lrlab
+# is the research wing beside it. Paths relative to lrlib/; the folders core/, reducers/
+# and llm/ are core as a whole (a file added there joins the count).
+CORE = (
+    "__init__.py",
+    "__main__.py",
+    "settings.py",
+    "paths.py",
+    "runinfo.py",
+    "plugins.py",
+    "core/__init__.py",
+    "core/axtree.py",
+    "core/prompts.py",
+    "core/pruning.py",
+    "core/ranges.py",
+    "core/sanitize.py",
+    "core/selection.py",
+    "core/step.py",
+    "core/tokens.py",
+    "reducers/__init__.py",
+    "reducers/base.py",
+    "reducers/baselines.py",
+    "reducers/lineretriever.py",
+    "llm/__init__.py",
+    "llm/cache.py",
+    "llm/client.py",
+    "llm/completions.py",
+    "llm/errors.py",
+)
+CORE_FOLDERS = ("core", "reducers", "llm")
+CORE_MAX_MODULES, CORE_MAX_LINES = 25, 6_000
+# the front doors' ways out of the core, the only ones: ``python -m lrlib`` runs the CLI,
+# and the public API serves these names from around the core, imported on first use by
+# lrlib.__getattr__ (PEP 562), never when lrlib is imported (checked below)
+FRONT_DOOR = {"__main__.py": {"lrlib.cli"}}
+PUBLIC_AROUND_CORE = {"load_observations", "load_steps", "import_traces", "evaluate"}
+
+
+def dotted(relative: str) -> str:
+    """``core/ranges.py`` -> ``lrlib.core.ranges``; ``core/__init__.py`` -> ``lrlib.core``."""
+    parts = ("lrlib", *Path(relative).with_suffix("").parts)
+    return ".".join(parts).removesuffix(".__init__")
+
+
+def lrlib_imports(path: Path, package: str) -> list[tuple[int, str]]:
+    """(line, target) for every lrlib module or public name ``path``'s code imports: import
+    statements anywhere (top level, in functions, under TYPE_CHECKING; relative ones
+    resolved against ``package``), ``importlib.import_module``/``__import__`` of a string
+    constant, and ``lrlib.NAME`` of a public name. Docstrings are text, not imports."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        names: list[str] = []
+        if isinstance(node, ast.ImportFrom):
+            mod = node.module or ""
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                mod = ".".join(base + ([mod] if mod else []))
+            names = [f"{mod}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.Call) and (
+            getattr(node.func, "attr", None) == "import_module"
+            or getattr(node.func, "id", None) == "__import__"
+        ):
+            names = [a.value for a in node.args[:1] if isinstance(a, ast.Constant)]
+        elif isinstance(node, ast.Attribute) and getattr(node.value, "id", None) == "lrlib":
+            names = [f"lrlib.{node.attr}"]
+        found += [(node.lineno, str(n)) for n in names if str(n).split(".")[0] == "lrlib"]
+    return found
+
+
+def home(target: str, known: set[str]) -> str:
+    """The lrlib module an import ``target`` reaches: the module itself, the module a name is
+    imported from, or, for a public name of ``lrlib``, the module that defines it."""
+    if target in known:
+        return target
+    parent, _, name = target.rpartition(".")
+    if parent == "lrlib" and name in lrlib.__all__:  # from lrlib import NAME, lrlib.NAME
+        return getattr(lrlib, name).__module__
+    return parent if parent in known else target  # an unknown module stays itself
+
+
+def outside_core(files: dict[str, Path], core: set[str]) -> list[str]:
+    """``file:line target`` for each import in ``files`` (lrlib-relative name -> path) that
+    reaches an lrlib module outside ``core`` (dotted names), front doors excepted."""
+    known = set(modules())
+    out = []
+    for rel, path in files.items():
+        package = dotted(rel) if rel.endswith("__init__.py") else dotted(rel).rsplit(".", 1)[0]
+        for line, target in sorted(lrlib_imports(path, package)):
+            module = home(target, known)
+            if module not in core and module not in FRONT_DOOR.get(rel, ()):
+                out.append(f"{rel}:{line} {target}")
+    return out
+
+
+def test_the_core_is_small() -> None:
+    """At most 25 modules and 6,000 lines (``wc -l``: every line counts), every listed file
+    there, and every file of the core folders listed."""
+    for folder in CORE_FOLDERS:
+        for p in sorted((ROOT / folder).rglob("*.py")):
+            assert p.relative_to(ROOT).as_posix() in CORE, f"{p} is in a core folder, not in CORE"
+    lines = {rel: (ROOT / rel).read_bytes().count(b"\n") for rel in CORE}
+    assert len(set(CORE)) == len(CORE) <= CORE_MAX_MODULES, f"{len(CORE)} core modules"
+    assert sum(lines.values()) <= CORE_MAX_LINES, f"the core is {sum(lines.values())} lines"
+    print(f"core: {len(CORE)} modules, {sum(lines.values())} lines")
+
+
+def test_the_core_imports_only_the_core(tmp_path: Path) -> None:
+    """No core module imports anything of lrlib outside the core (lazy imports and
+    import_module strings included); the front doors' exits are the documented ones."""
+    core = {dotted(rel) for rel in CORE}
+    found = outside_core({rel: ROOT / rel for rel in CORE}, core)
+    assert not found, "core modules importing outside the core:\n" + "\n".join(found)
+    # the public names served from around the core: exactly the documented ones, lazily
+    around = {n for n in lrlib.__all__ if getattr(lrlib, n).__module__ not in core}
+    assert around == PUBLIC_AROUND_CORE, around
+    code = "import json, sys, lrlib; print(json.dumps([m for m in sys.modules if 'lrlib.' in m]))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert set(json.loads(out.stdout)) <= core, out.stdout  # import lrlib: the core at most
+    # the checker sees each kind of import out of the core, and passes docstrings
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        '"""A docstring may say: >>> from lrlib.report import plots"""\n'
+        "import importlib\n"
+        "from lrlib.core.pruning import prune\n"
+        "from lrlib import evaluate, paths\n"
+        "def f():\n"
+        "    from lrlib.data.dataset import load_steps\n"
+        "    return importlib.import_module('lrlib.report.plots')\n"
+        "def g():\n"
+        "    import lrlib\n"
+        "    return lrlib.import_traces, lrlib.prune\n"
+    )
+    assert outside_core({"core/probe.py": probe}, core) == [
+        "core/probe.py:4 lrlib.evaluate",
+        "core/probe.py:6 lrlib.data.dataset.load_steps",
+        "core/probe.py:7 lrlib.report.plots",
+        "core/probe.py:10 lrlib.import_traces",
+    ]
+    assert outside_core({"__main__.py": ROOT / "__main__.py"}, core) == []  # its door
+    assert outside_core({"cli.py": ROOT / "__main__.py"}, core) == ["cli.py:1 lrlib.cli.main"]

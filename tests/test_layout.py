@@ -63,7 +63,7 @@ def test_every_public_name_resolves():
     for name in lrlib.__all__:
         assert getattr(lrlib, name) is not None, name
     # the text core the README's layer map names, and the reducers layer
-    core = ("axtree", "ranges", "pruning", "tokens", "prompts", "views")
+    core = ("axtree", "selection", "ranges", "pruning", "tokens", "prompts")
     for module in [f"core.{m}" for m in core] + ["reducers"]:
         importlib.import_module(f"lrlib.{module}")
 

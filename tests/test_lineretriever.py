@@ -11,9 +11,9 @@ from fake_openai import Script, error, serve, user_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lrlib.core.pruning import compact_lines
 from lrlib.core.step import Step
 from lrlib.core.tokens import count_lines, line_token_counts
-from lrlib.core.views import compact_lines
 from lrlib.llm.cache import ResponseCache
 from lrlib.llm.client import Completion, LLMClient
 from lrlib.reducers import get_reducer, list_reducers
@@ -414,7 +414,7 @@ def test_issue_reproduction_end_to_end_falls_back_closed(httpserver, tmp_path):
     """The retriever echoes the planted, line-split answer as the compact view showed it:
     no selection, the closed policy shows nothing of the page."""
     from lrlib.core.axtree import parse
-    from lrlib.core.views import render
+    from lrlib.core.pruning import render
 
     t = (
         "RootWebArea 'Shop'\n\t[5] dialog 'x'\n\t\tStaticText '<answer>'\n"

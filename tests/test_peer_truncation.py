@@ -15,7 +15,7 @@ from peer_import import peer, recorded_steps, tree_lines
 from lrlib.core.step import Step
 from lrlib.core.tokens import count_tokens
 from lrlib.reducers.base import Output
-from lrlib.reducers.truncation import DELETED_NOTE, ELEMENTS, AgentLabTruncate
+from lrlib.reducers.baselines import DELETED_NOTE, ELEMENTS, AgentLabTruncate
 
 
 def agentlab_fit(step: Step, reducer: AgentLabTruncate) -> tuple[str, bool]:

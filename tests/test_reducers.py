@@ -30,7 +30,7 @@ from lrlib.data.actions import action_bids
 from lrlib.eval.evaluation import DEFAULT_REDUCERS
 from lrlib.eval.metrics import covers
 from lrlib.reducers import get_reducer, list_reducers
-from lrlib.reducers.truncation import DELETED_NOTE, AgentLabTruncate
+from lrlib.reducers.baselines import DELETED_NOTE, AgentLabTruncate
 
 
 class Hashing:

@@ -10,17 +10,17 @@ from hypothesis import strategies as st
 
 from lrlib.core.axtree import parse
 from lrlib.core.prompts import get_prompt
-from lrlib.core.pruning import prune
-from lrlib.core.ranges import Selection, parse_answer
-from lrlib.core.tokens import count_tokens
-from lrlib.core.views import (
+from lrlib.core.pruning import (
     LAYOUT_ROLES,
     LEAF_NAME_CHARS,
     attach_hidden,
     compact_lines,
     list_views,
+    prune,
     render,
 )
+from lrlib.core.ranges import Selection, parse_answer
+from lrlib.core.tokens import count_tokens
 
 INTERACTIVE = {
     "button",
@@ -207,7 +207,7 @@ def test_the_retriever_sees_a_payload_hidden_past_the_cut():
 def test_real_pages_render_as_before_the_payload_check():
     """No recorded page has an instruction-like tail past a cut: the check changes no
     real retriever prompt (and so no cached answer)."""
-    from lrlib.core.views import INSTRUCTION_LIKE, PARENT_NAME_CHARS
+    from lrlib.core.pruning import INSTRUCTION_LIKE, PARENT_NAME_CHARS
     from lrlib.data import dataset as data
 
     for step in data.load_steps():

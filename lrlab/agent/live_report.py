@@ -34,7 +34,7 @@ from lrlib.data.traces import read_episode
 from lrlib.eval.evaluation import parse_spec
 from lrlib.eval.intervals import bootstrap
 from lrlib.eval.metrics import covers, covers_evidence
-from lrlib.reducers.registry import get_reducer
+from lrlib.reducers.base import get_reducer
 
 
 def episodes_frame(results: Sequence[dict[str, Any]]) -> Any:

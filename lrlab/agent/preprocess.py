@@ -52,8 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lrlib.core.step import Step
-from lrlib.reducers.base import Reducer
-from lrlib.reducers.registry import get_reducer
+from lrlib.reducers.base import Reducer, get_reducer
 
 
 @dataclass

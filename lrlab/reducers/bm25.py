@@ -36,8 +36,7 @@ import numpy as np
 
 from lrlab.reducers.chunking import chunks_of, chunks_output, query_of
 from lrlib.core.step import Step
-from lrlib.reducers.base import Output, Reducer, lines_output
-from lrlib.reducers.registry import register_reducer
+from lrlib.reducers.base import Output, Reducer, lines_output, register_reducer
 
 K1, B = 1.5, 0.75  # bm25s's defaults
 STOPWORDS = (

@@ -35,8 +35,7 @@ import numpy as np
 from lrlab.reducers.chunking import chunks_of, chunks_output, query_of
 from lrlab.reducers.embeddings import CachedEmbedder, Embedder, get_embedder
 from lrlib.core.step import Step
-from lrlib.reducers.base import Output, Reducer
-from lrlib.reducers.registry import register_reducer
+from lrlib.reducers.base import Output, Reducer, register_reducer
 
 
 @register_reducer("embedding")

@@ -62,8 +62,7 @@ from lrlab.reducers.budget import (
 from lrlab.reducers.features import FEATURES, carriers, line_features
 from lrlab.reducers.suspect import line_reasons, own_hosts, suspect_lines
 from lrlib.core.step import Step
-from lrlib.reducers.base import Output, Reducer, lines_output
-from lrlib.reducers.registry import get_reducer, register_reducer  # noqa: F401 (doctest)
+from lrlib.reducers.base import Output, Reducer, get_reducer, lines_output, register_reducer  # noqa: F401 (doctest)
 
 MODEL_FILE = Path(__file__).with_name("learned_model.json")
 

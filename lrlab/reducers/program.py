@@ -56,8 +56,7 @@ from lrlab.reducers.features import history_bids, kids_text, line_names, role_gr
 from lrlab.reducers.lexicon import goal_terms, stem, term_matcher
 from lrlab.reducers.suspect import suspect_lines
 from lrlib.core.step import Step
-from lrlib.reducers.base import Output, Reducer, lines_output
-from lrlib.reducers.registry import register_reducer
+from lrlib.reducers.base import Output, Reducer, lines_output, register_reducer
 
 __all__ = [
     "PARAMS_FILE", "Features", "Knobs", "Program", "goal_terms", "keep_lines", "line_features",

@@ -38,8 +38,7 @@ from lrlab.reducers.features import carriers
 from lrlab.reducers.learned import KNOBS, LineModel
 from lrlab.tuning.learned_fit import StepData, fit_model, labels, prepare  # noqa: F401 (API)
 from lrlib.core.step import Step
-from lrlib.reducers.base import lines_output
-from lrlib.reducers.registry import get_reducer
+from lrlib.reducers.base import get_reducer, lines_output
 
 if TYPE_CHECKING:
     import pandas as pd

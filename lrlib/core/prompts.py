@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from lrlib.core.axtree import AxTree, parse
-from lrlib.core.views import render
+from lrlib.core.pruning import render
 
 TEMPLATE_VERSION = "1"
 

@@ -1,7 +1,7 @@
 """Reducers: one interface (:class:`Reducer`), named variants in a registry.
 
 Every module in this folder is imported on the registry's first use
-(:mod:`lrlib.reducers.registry`): a new reducer is one new file with a
+(:mod:`lrlib.reducers.base`): a new reducer is one new file with a
 ``@register_reducer("name")`` class.
 
 >>> "full" in list_reducers()
@@ -10,8 +10,10 @@ True
 
 from __future__ import annotations
 
-from lrlib.reducers.base import Output, Reducer, Reduction
-from lrlib.reducers.registry import (
+from lrlib.reducers.base import (
+    Output,
+    Reducer,
+    Reduction,
     check_options,
     get_reducer,
     list_reducers,

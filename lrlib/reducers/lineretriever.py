@@ -21,7 +21,7 @@ The policy is in ``params["on_failure"]`` and, on a failure, ``extra["fallback"]
 errors (bad key, unknown model, endpoint down after the retries, a cache miss when offline)
 raise: they are set-up problems, not results. With ``sanitize=True`` the retriever reads,
 and the reducer returns, the tree with tag-like page text neutralised (:mod:`lrlib.core.sanitize`);
-the answer is checked against every text the model was shown (:mod:`lrlib.core.echo`).
+the answer is checked against every text the model was shown (:class:`~lrlib.core.ranges.PageEcho`).
 
 Answers go through the response cache, so a rerun, or a run with ``offline=True``, replays
 them with no model. In structured mode ``max_ranges`` bounds the JSON schema (at most that
@@ -46,14 +46,12 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from lrlib.core.prompts import PromptOptions, get_prompt
-from lrlib.core.pruning import STRATEGIES, prune
+from lrlib.core.pruning import STRATEGIES, attach_hidden, get_view, prune, render
 from lrlib.core.ranges import AnswerParseError, Selection, parse_answer
 from lrlib.core.step import Step
 from lrlib.core.tokens import DEFAULT_ENCODING, count_tokens, line_token_counts, truncate_bottom
-from lrlib.core.views import attach_hidden, get_view, render
 from lrlib.llm.client import Completion, ContextLengthError, LLMClient, LLMTimeout, Request
-from lrlib.reducers.base import Output, Reducer, Reduction
-from lrlib.reducers.registry import register_reducer
+from lrlib.reducers.base import Output, Reducer, Reduction, register_reducer
 
 THINK_CHARS = 600  # bounded schema: the longest "think" string
 FAILURE_POLICIES = ("full", "truncate", "closed", "fallback:<reducer>")
@@ -507,7 +505,7 @@ def failure_reducer(policy: str, budget: int | None) -> Any:
     >>> failure_reducer("closed", None) is None, CLOSED_NOTICE.format(reason="timeout")[:33]
     (True, '[observation withheld: the page f')
     """
-    from lrlib.reducers.registry import get_reducer, list_reducers
+    from lrlib.reducers.base import get_reducer, list_reducers
 
     if policy in ("full", "closed"):
         return None

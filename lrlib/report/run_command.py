@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"the notebooks' {DEFAULT_N_STEPS} {DEFAULT_SPLIT} steps (default_steps())",
     )
     from lrlib.core.prompts import list_prompts
-    from lrlib.core.views import list_views
+    from lrlib.core.pruning import list_views
     from lrlib.eval.evaluation import add_user_files, count_arg, split_arg
 
     sel.add_argument(
