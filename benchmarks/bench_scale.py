@@ -32,7 +32,7 @@ Stages (``--stages``, comma-separated; all by default), each in its own process:
   linearly from the slice when it is smaller (the steps are copies: each costs the same
   on average).
 - ``summary``: the rows the evaluation wrote, folded into
-  :class:`lrlib.eval.episode_stats.EpisodeStats` until they stand for ``--steps`` steps per
+  :class:`lrlab.scale.episode_stats.EpisodeStats` until they stand for ``--steps`` steps per
   reducer (copies with renamed episodes), then the same summary table
   (:func:`lrlib.report.tables.interval_table`, 2000 bootstrap replicates per interval):
   the memory of the summary at ``--steps``.
@@ -117,7 +117,7 @@ def stage_evaluate(args: argparse.Namespace) -> dict:
 def stage_summary(args: argparse.Namespace) -> dict:
     import pandas as pd
 
-    from lrlib.eval.episode_stats import EpisodeStats
+    from lrlab.scale.episode_stats import EpisodeStats
     from lrlib.report.tables import interval_table
 
     rows = pd.read_parquet(Path(args.workdir) / "rows.parquet", columns=_STATS_COLUMNS)

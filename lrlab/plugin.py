@@ -1,6 +1,8 @@
 """What the research wing adds to lrlib, declared for :mod:`lrlib.plugins` (entry point
-``lrlib.plugins: lab`` in pyproject.toml): its reducers, its subcommands and the embedded
-local model (SmolLM2-135M-Instruct behind llama.cpp's server, :mod:`lrlab.server`).
+``lrlib.plugins: lab`` in pyproject.toml): its reducers, its subcommands, the embedded
+local model (SmolLM2-135M-Instruct behind llama.cpp's server, :mod:`lrlab.server`) and
+``lrlib evaluate``'s backend for large files (by episode on every core,
+:mod:`lrlab.scale.evaluate_backend`).
 
 >>> "learned" in {m.rsplit(".", 1)[1] for m in REDUCER_MODULES}
 True
@@ -11,6 +13,7 @@ REDUCER_MODULES = tuple(
 )
 LOCAL_SERVER = "lrlab.server:shared_server"
 LOCAL_SLOTS = "lrlab.server:shared_parallel"
+EVALUATE_BACKEND = "lrlab.scale.evaluate_backend"
 COMMANDS = {
     "import-weblinx": (
         "lrlab.scale.weblinx_command",

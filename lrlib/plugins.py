@@ -11,7 +11,10 @@ A plugin is a module with any of
 - ``LOCAL_SERVER``: ``"module:function"``, a function returning the embedded
   OpenAI-compatible server (started; with ``base_url``, ``api_key``, ``parallel``) an
   :class:`~lrlib.llm.client.LLMClient` without an endpoint uses, and ``LOCAL_SLOTS``: a
-  function returning how many requests that server takes at once (without starting it).
+  function returning how many requests that server takes at once (without starting it);
+- ``EVALUATE_BACKEND``: ``"module"``, ``lrlib evaluate``'s backend for large files
+  (:func:`evaluate_backend`), providing ``add_arguments(parser)`` (its options),
+  ``applies(args)`` (whether it takes this run), ``plan(args)`` and ``run(args)``.
 
 Declare it in your ``pyproject.toml``::
 
@@ -64,6 +67,21 @@ def local_server() -> Any:
 def local_slots() -> int:
     """How many requests the embedded server takes at once (it is not started)."""
     return int(_call("LOCAL_SLOTS"))
+
+
+def evaluate_backend() -> ModuleType | None:
+    """The module ``lrlib evaluate`` hands large files to (the first plugin's
+    ``EVALUATE_BACKEND``), or None when no installed plugin provides one.
+
+    >>> backend = evaluate_backend()
+    >>> backend is None or all(hasattr(backend, f) for f in ("applies", "plan", "run"))
+    True
+    """
+    for plugin in plugins():
+        module = getattr(plugin, "EVALUATE_BACKEND", None)
+        if module:
+            return importlib.import_module(module)
+    return None
 
 
 def _call(attr: str) -> Any:

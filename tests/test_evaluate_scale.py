@@ -1,5 +1,5 @@
 """`lrlib evaluate` on a file read episode by episode, in worker processes, with the plan
-line first (lrlib.report.evaluate_scale), and the WebLINX-BG fixture end to end."""
+line first (lrlab.scale.evaluate_backend, the research wing's plugin of `lrlib evaluate`), and the WebLINX-BG fixture end to end."""
 
 from __future__ import annotations
 
@@ -66,15 +66,15 @@ def test_in_memory_path_writes_parquet_when_asked(tmp_path: Path) -> None:
 def test_lineretriever_keeps_the_replay_path(capsys: pytest.CaptureFixture[str]) -> None:
     import argparse
 
-    from lrlib.report import evaluate_scale
+    from lrlab.scale import evaluate_backend
 
     ns = argparse.Namespace(reducers="full;lineretriever", curves=False, jobs=2)
-    assert not evaluate_scale.applies(ns)
-    assert not evaluate_scale.applies(argparse.Namespace(reducers="full", curves=True, jobs=2))
+    assert not evaluate_backend.applies(ns)
+    assert not evaluate_backend.applies(argparse.Namespace(reducers="full", curves=True, jobs=2))
 
 
 def test_weblinx_rows_are_scored_on_real_targets(tmp_path: Path) -> None:
-    from lrlib.eval.sharded import evaluate_file
+    from lrlab.scale.sharded import evaluate_file
 
     data = tmp_path / "wl.parquet"
     weblinx.import_weblinx(FIXTURE, data)
@@ -87,3 +87,44 @@ def test_weblinx_rows_are_scored_on_real_targets(tmp_path: Path) -> None:
     assert not cut["covered"].dropna().astype(bool).all()  # targets past the budget are lost
     point = metrics.summarize(stats).set_index("reducer")["coverage"]
     assert point["full"] == 1.0 and point["truncate:budget=50"] < 1.0
+
+
+def test_the_research_wing_provides_the_backend() -> None:
+    from lrlab.scale import evaluate_backend
+    from lrlib import plugins
+
+    assert plugins.evaluate_backend() is evaluate_backend
+
+
+def test_without_a_backend_plugin_small_runs_and_large_says_what_to_install(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No plugin declares EVALUATE_BACKEND: the in-memory path as before; --jobs, --backend
+    and a large selection stop on one line naming the research wing."""
+    from lrlib import plugins
+    from lrlib.data import dataset, store
+
+    monkeypatch.setattr(plugins, "plugins", lambda: ())
+    assert plugins.evaluate_backend() is None
+    out = tmp_path / "rows.csv"
+    argv = ["evaluate", "--reducers", "full;truncate", "--limit", "20", "--out", str(out),
+            "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    assert len(pd.read_csv(out)) == 40
+    assert "| truncate |" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--help"])
+    assert "--jobs" not in capsys.readouterr().out  # not offered where nothing provides it
+    for extra in (["--jobs", "2"], ["--backend", "ray"]):
+        assert main([*argv, *extra]) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert len(err) == 1 and "--jobs/--backend need an evaluate backend plugin" in err[0]
+        assert "research wing, lrlab" in err[0]
+    rows = dataset.read_rows()
+    big = tmp_path / "big.parquet"
+    copies = [[dict(r, episode=f"{r['episode']}-{k}") for r in rows] for k in range(3)]
+    store.write_row_batches(copies, big)
+    n = 3 * len(rows)
+    assert main(["evaluate", "--data", str(big), "--split", "all", "--reducers", "full"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and f"{n} steps (from 1000 on; --limit selects fewer) need" in err[0]

@@ -1,4 +1,4 @@
-"""The summary of a large evaluation from per-episode sums (lrlib.eval.episode_stats): the
+"""The summary of a large evaluation from per-episode sums (lrlab.scale.episode_stats): the
 same table, the same intervals, as from the whole frame, whichever way the rows arrive."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lrlab.scale.episode_stats import EpisodeStats
 from lrlib.data import dataset
 from lrlib.eval import intervals, metrics
-from lrlib.eval.episode_stats import EpisodeStats
 from lrlib.eval.evaluation import evaluate
 from lrlib.report.tables import MEASURES, interval_table
 
@@ -25,7 +25,7 @@ def frame() -> pd.DataFrame:
 
 def _shards(frame: pd.DataFrame, size: int) -> list[pd.DataFrame]:
     """Whole episodes, ``size`` steps or so per shard, reducer-major in each (as
-    lrlib.eval.sharded yields them)."""
+    lrlab.scale.sharded yields them)."""
     episodes = list(dict.fromkeys(frame["episode"]))
     out, current = [], []
     for e in episodes:

@@ -1,4 +1,4 @@
-"""Evaluation sharded by episode (lrlib.eval.sharded): the same rows as a serial run, read
+"""Evaluation sharded by episode (lrlab.scale.sharded): the same rows as a serial run, read
 and written episode by episode, on one machine's cores or a Ray cluster."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from lrlab.scale import sharded
 from lrlib.data import dataset, store
-from lrlib.eval import sharded
 from lrlib.eval.evaluation import evaluate
 from lrlib.report.tables import interval_table
 

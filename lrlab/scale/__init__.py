@@ -1,1 +1,4 @@
-"""Importers beyond AgentLab's: WebLINX-BG (`lrlib import-weblinx`)."""
+"""Datasets beyond the shipped one: WebLINX-BG's importer (`lrlib import-weblinx`), and
+`lrlib evaluate` on files larger than memory (:mod:`lrlab.scale.evaluate_backend`: episodes
+sharded across every core, :mod:`lrlab.scale.sharded`; the summary folded per episode,
+:mod:`lrlab.scale.episode_stats`)."""

@@ -186,7 +186,7 @@ def interval_from_sums(
     """:func:`interval` of the mean from per-cluster sums and counts of values (clusters
     with no value are left out; the order is the clusters' order of first appearance): the
     same draws and the same replicates as from the values themselves, so the same interval
-    (:class:`lrlib.eval.episode_stats.EpisodeStats` folds large evaluations this way).
+    (:class:`lrlab.scale.episode_stats.EpisodeStats` folds large evaluations this way).
 
     >>> a = interval([1, 1, 0, 1, 0, 1], ["a", "a", "b", "b", "c", "c"])
     >>> b = interval_from_sums([2, 1, 1], [2, 2, 2])

@@ -268,7 +268,7 @@ def summarize(frame, by: str | list[str] = "reducer"):
     """One row per reducer: reduction (median, mean; tokens, chars, lines), coverage (all
     steps, successful episodes, visible-bid reading), evidence coverage (and its n),
     latency (median, p95, ms). Point estimates; intervals: :func:`lrlib.eval.intervals.summary`.
-    ``frame`` may be an :class:`lrlib.eval.episode_stats.EpisodeStats` (by reducer).
+    ``frame`` may be an :class:`lrlab.scale.episode_stats.EpisodeStats` (by reducer).
 
     >>> import pandas as pd
     >>> f = pd.DataFrame({"reducer": ["a", "a"], "reduction": [0.2, 0.6],

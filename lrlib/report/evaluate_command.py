@@ -7,6 +7,10 @@ and replays them; steps without a cached answer are skipped and counted. It asks
 only when told to (``LRLIB_OFFLINE=0``, an endpoint in ``OPENAI_BASE_URL``, or
 ``lineretriever:offline=False``), and the plan line says so, with how many answers and
 roughly how long, before anything starts.
+
+Large files go to an evaluate backend plugin (:func:`lrlib.plugins.evaluate_backend`; the
+research wing's reads them by episode on every core, with ``--jobs`` and ``--backend``).
+Without one, smaller selections run here and the others stop with a line naming it.
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from lrlib import plugins
 from lrlib.eval.evaluation import (
     KNOBS,
+    LLM_REDUCERS,
     ReducerSpec,
     add_step_arguments,
     count_arg,
@@ -25,7 +31,59 @@ from lrlib.eval.evaluation import (
     markdown_table,
     specs_of,
 )
-from lrlib.report import evaluate_scale
+
+#: without an evaluate backend plugin, the size from which an offline selection needs one
+#: (the research wing's backend takes such selections from the same size on)
+LARGE_FROM = 1000
+
+
+class _InMemoryOnly:
+    """The backend when no plugin provides one: ``--jobs``/``--backend`` are accepted (not
+    shown), and they or an offline selection of :data:`LARGE_FROM` steps or more stop on one
+    line that says what to install."""
+
+    @staticmethod
+    def add_arguments(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--jobs", type=int, default=None, help=argparse.SUPPRESS)
+        parser.add_argument("--backend", default=None, help=argparse.SUPPRESS)
+
+    @staticmethod
+    def applies(args: argparse.Namespace) -> bool:
+        if args.jobs is not None or args.backend is not None:
+            return True
+        if args.curves or getattr(args, "user_files", None):
+            return False
+        if any(s.name in LLM_REDUCERS for s in specs_of(args)):
+            return False
+        return _selected(args) >= LARGE_FROM
+
+    @staticmethod
+    def plan(args: argparse.Namespace) -> str:
+        what = "--jobs/--backend need" if args.jobs is not None or args.backend is not None else (
+            f"{_selected(args)} steps (from {LARGE_FROM} on; --limit selects fewer) need"
+        )  # fmt: skip
+        raise LookupError(
+            f"{what} an evaluate backend plugin (EVALUATE_BACKEND, lrlib.plugins): install "
+            "lrlib with its research wing, lrlab, which evaluates large files by episode"
+        )
+
+    run = plan
+
+
+def _selected(args: argparse.Namespace) -> int:
+    """The selection's steps, counted from the file's grouping columns (trees not loaded)."""
+    from lrlib.data import dataset, store
+
+    path = Path(args.data) if args.data else dataset.default_path()
+    if not path.is_file():
+        return 0  # the in-memory path says what is missing
+    n = store.count_rows(path, split=args.split, benchmark=args.benchmark)[0]
+    return n if args.limit is None else min(n, args.limit)
+
+
+def _backend() -> Any:
+    """Where large files go: a plugin's ``EVALUATE_BACKEND``, else :class:`_InMemoryOnly`."""
+    return plugins.evaluate_backend() or _InMemoryOnly
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -59,7 +117,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also sweep each reducer's knob and write the curves next to it",
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    evaluate_scale.add_arguments(parser)  # --jobs, --backend (large files: by episode)
+    _backend().add_arguments(parser)  # --jobs, --backend (large files: by episode)
 
 
 def _steps(args: argparse.Namespace) -> list[Any]:
@@ -133,8 +191,8 @@ def plan(args: argparse.Namespace) -> str:
     vectors computed) named up front, before anything starts."""
     from lrlib.report.run_command import model_time
 
-    if evaluate_scale.applies(args):  # a large file (or --jobs/--backend): read by episode
-        return evaluate_scale.plan(args)
+    if _backend().applies(args):  # a large file (or --jobs/--backend): read by episode
+        return _backend().plan(args)
     table, steps = _reducers(args), _steps(args)  # a refused option value fails first
     n = len(steps)
     where = f"the {args.split} split" if args.split else "every split"
@@ -169,8 +227,8 @@ def run(args: argparse.Namespace) -> int:
     from lrlib import paths
     from lrlib.report.tables import interval_table
 
-    if evaluate_scale.applies(args):
-        return evaluate_scale.run(args)
+    if _backend().applies(args):
+        return _backend().run(args)
     steps, table = _steps(args), _reducers(args)
     work = {label: _work(args, label) for label in _cached(args)}
     plain = {label: r for label, r in table.items() if label not in work}

@@ -5,7 +5,7 @@ evidence, horizon coverage) an episode enters every replicate only through the s
 values and their count: those two numbers per episode are sufficient statistics, and the
 replicates from them are the replicates from the rows (same draws, same sums: identical
 intervals). :class:`EpisodeStats` keeps them, per reducer, while frames of whole episodes
-stream past (:func:`lrlib.eval.sharded.evaluate_file` adds each shard), plus the counts the
+stream past (:func:`lrlab.scale.sharded.evaluate_file` adds each shard), plus the counts the
 point summary needs (:func:`lrlib.eval.metrics.summarize`: statuses, successful
 episodes). Medians have no such statistics: the values of the median measures (reduction in
 tokens, characters and lines, latency) are kept as numbers, 36 bytes per step and reducer
@@ -79,7 +79,7 @@ class EpisodeStats:
 
     :func:`lrlib.eval.intervals.summary` and :func:`lrlib.eval.metrics.summarize` hand an
     object with ``folded_by_episode`` set to its own :meth:`summary` and :meth:`summarize`
-    (they sit below this module and do not import it)."""
+    (they are lrlib's and do not import this module of the research wing)."""
 
     folded_by_episode = True
 

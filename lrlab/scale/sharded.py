@@ -7,7 +7,7 @@ frames in input order; the rows are those of a serial ``evaluate`` on the same s
 (provenance is fixed once for the run, so only the measured latencies differ).
 :func:`evaluate_file` reads a dataset file episode by episode (:mod:`lrlib.data.store`),
 writes every row to ``out`` as shards finish, and keeps in memory only what the summary
-needs (:class:`lrlib.eval.episode_stats.EpisodeStats`: sums per episode, the numbers of the
+needs (:class:`lrlab.scale.episode_stats.EpisodeStats`: sums per episode, the numbers of the
 medians): peak memory depends on the shard size, not on the trees of the whole file.
 
 Backends: ``"loky"`` (joblib's process pool, the default), ``"serial"`` (in this process),
@@ -37,7 +37,7 @@ from lrlib.eval.evaluation import evaluate, reducer_provenance, resolve
 if TYPE_CHECKING:
     import pandas as pd
 
-    from lrlib.eval.episode_stats import EpisodeStats
+    from lrlab.scale.episode_stats import EpisodeStats
 
 BACKENDS = ("loky", "serial", "ray")
 SHARD_STEPS = 64  # steps per task sent to a worker (whole episodes; a long one is one shard)
@@ -247,10 +247,10 @@ def evaluate_file(
     """Evaluate ``reducers`` on the steps of dataset file ``path`` (after ``split`` /
     ``benchmark`` / ``limit``), episode by episode, writing every row to ``out``
     (``.csv``, ``.csv.gz`` or ``.parquet``); returns the summary statistics of all its
-    rows, folded into :class:`~lrlib.eval.episode_stats.EpisodeStats` (per-episode sums, the
+    rows, folded into :class:`~lrlab.scale.episode_stats.EpisodeStats` (per-episode sums, the
     numbers of the medians) for the summary table and its intervals."""
+    from lrlab.scale.episode_stats import EpisodeStats
     from lrlib.data import store
-    from lrlib.eval.episode_stats import EpisodeStats
 
     total = store.count_rows(path, split=split, benchmark=benchmark)[0]
     total = min(total, limit) if limit is not None else total

@@ -1,7 +1,8 @@
 """``lrlib evaluate`` on large datasets: the offline reducers evaluated episode by episode
-from the file, sharded across processes (:mod:`lrlib.eval.sharded`), rows written as they
-come; :mod:`lrlib.report.evaluate_command` hands its work here when it applies
-(:func:`applies`: no model-backed reducer, no knob sweep).
+from the file, sharded across processes (:mod:`lrlab.scale.sharded`), rows written as they
+come. The research wing's ``EVALUATE_BACKEND`` (:mod:`lrlab.plugin`, read by
+:mod:`lrlib.plugins`): :mod:`lrlib.report.evaluate_command` adds its options and hands its
+work here when it applies (:func:`applies`: no model-backed reducer, no knob sweep).
 
 ``--jobs`` (default: every core once the selection has :data:`PARALLEL_FROM` steps or more;
 smaller selections keep the command's in-memory path, where starting workers would cost
@@ -19,8 +20,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from lrlab.scale.sharded import BACKENDS, check_backend, default_jobs, evaluate_file
 from lrlib.eval.evaluation import LLM_REDUCERS, markdown_table, specs_of
-from lrlib.eval.sharded import BACKENDS, check_backend, default_jobs, evaluate_file
 
 #: below this many selected steps the evaluation runs in one process (measured on 2 cores:
 #: 117 steps x 4 reducers took 4.5 s in-process and 14 s with 2 fresh workers)
@@ -117,7 +118,7 @@ def plan(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Evaluate from the file, write every row, print the summary table with intervals
-    (from per-episode sums, :class:`lrlib.eval.episode_stats.EpisodeStats`: its memory does
+    (from per-episode sums, :class:`lrlab.scale.episode_stats.EpisodeStats`: its memory does
     not hold the rows)."""
     from lrlib import paths
     from lrlib.report.tables import interval_table
