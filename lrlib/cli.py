@@ -37,7 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "lrlib.data.import_command",
         "import BrowserGym/AgentLab experiment folders into a dataset",
     ),
-    "run": ("lrlib.report.run_command", "run LineRetriever over the dataset (cached, resumable)"),
+    "run": ("lrlib.report.run", "run LineRetriever over the dataset (cached, resumable)"),
     "evaluate": ("lrlib.report.evaluate_command", "evaluate reducers offline on the dataset"),
     "figures": ("lrlib.report.figures", "execute every notebook headlessly and rewrite figures/"),
     "cache": (

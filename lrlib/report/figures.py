@@ -4,8 +4,9 @@ The jupytext percent files ``notebooks/NN_name.py`` are the source of the code; 
 executed with nbclient (in the notebooks folder, on the shipped data and cached answers)
 and written back as its paired ``.ipynb`` with fresh outputs. ``LRLIB_QUICK=1`` (or
 ``--quick``) makes the notebooks use a few steps; a quick run does not rewrite the committed
-notebooks unless asked to. Nothing here calls a model: the notebooks decide, through
-:func:`lrlib.report.run`-style replay, whether an endpoint is configured.
+notebooks unless asked to (a notebook reads it as ``settings.current().quick``). Nothing here
+calls a model: the notebooks decide, through :mod:`lrlib.report.replay`, whether an endpoint
+is configured.
 
 >>> [p.stem for p in notebook_sources()][:1]
 ['00_quickstart']
@@ -26,20 +27,6 @@ from lrlib import paths, settings
 QUICK_ENV = "LRLIB_QUICK"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 KERNEL = "python3"
-
-
-def quick_mode() -> bool:
-    """True when ``$LRLIB_QUICK`` (or ``settings.override(quick=...)``) asks for the quick
-    mode (``1``, ``true``, ``yes``, ``on``).
-
-    >>> with settings.override(quick=True):
-    ...     quick_mode()
-    True
-    >>> with settings.override(quick=False):
-    ...     quick_mode()
-    False
-    """
-    return settings.current().quick
 
 
 def notebook_sources(folder: Path | None = None) -> list[Path]:
@@ -170,7 +157,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Execute the notebooks; a table of wall times; non-zero exit if one failed."""
-    quick = args.quick or quick_mode()
+    quick = args.quick or settings.current().quick
     write = args.write or not (args.no_write or quick)
     start = time.perf_counter()
     results = run_all(quick=quick, only=args.only, write=write, timeout=args.timeout)
