@@ -39,7 +39,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "run": ("lrlib.report.run", "run LineRetriever over the dataset (cached, resumable)"),
     "evaluate": ("lrlib.report.evaluate_command", "evaluate reducers offline on the dataset"),
-    "figures": ("lrlib.report.figures", "execute every notebook headlessly and rewrite figures/"),
+    "figures": ("lrlib.report.plots", "execute every notebook headlessly and rewrite figures/"),
     "cache": (
         "lrlib.report.cache_command",
         "show the answer caches; --refresh (maintainers) rewrites the shipped one",

@@ -11,7 +11,7 @@ import pytest
 
 from lrlab.report import explore
 from lrlib.core.step import Step
-from lrlib.report import figures, replay
+from lrlib.report import plots, replay
 
 
 @pytest.fixture
@@ -133,14 +133,14 @@ def test_figures_runner_executes_in_order_and_writes_executed_pairs(tmp_path):
     )
     (tmp_path / "01_broken.py").write_text("# %%\nraise RuntimeError('boom')\n")
     (tmp_path / "notes.py").write_text("# not a notebook\n")
-    done = figures.run_all(quick=True, folder=tmp_path, timeout=120)
+    done = plots.run_all(quick=True, folder=tmp_path, timeout=120)
     assert [d.name for d in done] == ["00_first", "01_broken"]
     assert done[0].error is None and "boom" in done[1].error
     nb = nbformat.read(tmp_path / "00_first.ipynb", as_version=4)
     cells = [c for c in nb.cells if c.cell_type == "code"]
     assert [c.execution_count for c in cells] == [1, 2, 3]
     assert "quick" in json.dumps(cells[-1].outputs)
-    assert nb.metadata["kernelspec"]["name"] == figures.KERNEL
+    assert nb.metadata["kernelspec"]["name"] == plots.KERNEL
     assert nb.metadata["jupytext"]["formats"] == "ipynb,py:percent"
 
 
@@ -202,7 +202,7 @@ def test_figures_with_an_endpoint_ask_it_cache_the_answers_and_name_its_model(
     monkeypatch.setenv("LRLIB_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("LRLIB_FIGURES_DIR", str(tmp_path / "figures"))
     source = paths.notebooks_dir() / "00_quickstart.py"
-    live = figures.execute(source, quick=True, write=tmp_path / "live.ipynb")
+    live = plots.execute(source, quick=True, write=tmp_path / "live.ipynb")
     assert live.error is None, live.error
     asked = len(httpserver.log)
     assert asked >= 1
@@ -214,7 +214,7 @@ def test_figures_with_an_endpoint_ask_it_cache_the_answers_and_name_its_model(
     assert httpserver.url_for("/") not in text
 
     monkeypatch.setenv("LRLIB_OFFLINE", "1")
-    again = figures.execute(source, quick=True, write=tmp_path / "offline.ipynb")
+    again = plots.execute(source, quick=True, write=tmp_path / "offline.ipynb")
     assert again.error is None and len(httpserver.log) == asked
     replayed = (tmp_path / "offline.ipynb").read_text()
     assert re.search(r"ranges:  \[\[1, \d+\]\] \| failure: None", replayed)
@@ -236,7 +236,7 @@ def test_notebooks_run_on_another_dataset_with_nothing_cached(tmp_path, monkeypa
     monkeypatch.setenv("LRLIB_OFFLINE", "1")
     for name in ("03_reduction_boxplot", "05_baselines"):
         out = tmp_path / f"{name}.ipynb"
-        done = figures.execute(paths.notebooks_dir() / f"{name}.py", quick=True, write=out)
+        done = plots.execute(paths.notebooks_dir() / f"{name}.py", quick=True, write=out)
         assert done.error is None, f"{name}: {done.error}"
         text = out.read_text()
         assert "skipped" in text and "embedding: 0 of" in text, name
