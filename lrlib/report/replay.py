@@ -40,26 +40,12 @@ if TYPE_CHECKING:
 
 THINK_MAX_TOKENS = 384  # room for a <think> block when an ablation turns thinking on
 NO_ANSWER = "offline:no_cached_answer"
-EMPTY_COLUMNS = [
-    "step_id",
-    "reducer",
-    "tokens_before",
-    "tokens_after",
-    "reduction",
-    "reduction_chars",
-    "reduction_lines",
-    "target_status",
-    "covered",
-    "covered_visible",
-    "episode_success",
-    "latency_s",
-    "failure",
-    "usage_prompt_tokens",
-    "usage_completion_tokens",
-    "retriever_prompt_tokens",
-    "retriever_output_tokens",
-    "output_tokens",
-]
+# the columns of a run with no answered step
+EMPTY_COLUMNS = ["step_id", "reducer", "tokens_before", "tokens_after", "reduction",
+                 "reduction_chars", "reduction_lines", "target_status", "covered",
+                 "covered_visible", "episode_success", "latency_s", "failure",
+                 "usage_prompt_tokens", "usage_completion_tokens", "retriever_prompt_tokens",
+                 "retriever_output_tokens", "output_tokens"]  # fmt: skip
 
 
 # --- offline or live ------------------------------------------------------------------
@@ -252,18 +238,14 @@ class RetrieverRun:
         """Steps with results."""
         return len(self.frame)
 
-    def failures(self) -> Counter:
-        """Fallbacks of the failure policy among the answered steps, by reason."""
-        return Counter(f for f in self.frame.get("failure", []) if isinstance(f, str) and f)
-
     def median_output_tokens(self, default: float) -> float:
         """Median o200k tokens the retriever wrote per step (``default`` with no answers)."""
         values = self.frame["retriever_output_tokens"].dropna()
         return float(values.median()) if len(values) else float(default)
 
     def note(self) -> str:
-        """One line: model, mode, steps answered / skipped / fallen back."""
-        fails = self.failures()
+        """One line: model, mode, steps answered / skipped / fallen back (by reason)."""
+        fails = Counter(f for f in self.frame.get("failure", []) if isinstance(f, str) and f)
         fell = sum(fails.values())
         reasons = ", ".join(f"{k} {v}" for k, v in fails.most_common())
         return (

@@ -399,30 +399,18 @@ def _reducers(args: argparse.Namespace) -> list[Any]:
 
     answers = list(DEFAULT_ANSWERS) if args.answer == "both" else [args.answer]
     cache = ResponseCache(args.cache_dir, refresh=args.refresh) if args.cache_dir else True
+    given = vars(args)  # the options named as their client or configuration field
+    sampling = ("max_tokens", "temperature", "seed", "concurrency", "timeout", "max_retries")
     client = LLMClient(
         args.model,
         args.base_url,
-        max_tokens=args.max_tokens,
-        temperature=args.temperature,
-        seed=args.seed,
-        concurrency=args.concurrency,
-        timeout=args.timeout,
-        max_retries=args.max_retries,
         context_tokens=args.context,
-        offline=args.offline,
-        refresh=args.refresh,
         cache=cache,
+        **{k: given[k] for k in (*sampling, "offline", "refresh")},
     )
+    fields = ("prompt", "view", "think", "history", "strategy", "on_failure", "budget", "min_lines")
     config = DEFAULT_CONFIG.replace(
-        prompt=args.prompt,
-        view=args.view,
-        think=args.think,
-        history=args.history,
-        strategy=args.strategy,
-        on_failure=args.on_failure,
-        budget=args.budget,
-        min_lines=args.min_lines,
-        max_ranges=args.max_ranges or None,
+        max_ranges=args.max_ranges or None, **{k: given[k] for k in fields}
     )
     args.retrievers = [
         LineRetriever(config.replace(answer=answer), client=client) for answer in answers
