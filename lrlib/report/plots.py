@@ -121,23 +121,17 @@ def save(fig: Figure, name: str) -> Path:
     return png
 
 
-def _clusters(sub: pd.DataFrame) -> pd.Series:
-    import pandas as pd
-
-    if "episode" in sub:
-        return sub["episode"]
-    return sub["step_id"] if "step_id" in sub else pd.Series(range(len(sub)), index=sub.index)
-
-
 def _ci(sub: pd.DataFrame, column: str, stat: str = "mean") -> tuple[dict, str]:
     """The 95% interval of ``column`` (booleans/None as floats, None -> NaN) clustered by
-    episode, and its ``" [lo, hi]"`` in percent ('' when none can be drawn)."""
+    episode (each step its own without an ``episode`` column), and its ``" [lo, hi]"`` in
+    percent ('' when none can be drawn)."""
     import pandas as pd
 
     from lrlib.eval.intervals import interval
 
+    clusters = sub.get("episode", sub.get("step_id", pd.Series(range(len(sub)), index=sub.index)))
     values = pd.to_numeric(sub[column].astype("float64"), errors="coerce")
-    r = interval(values, _clusters(sub), stat)
+    r = interval(values, clusters, stat)
     return r, f" [{100 * r['lo']:.0f}, {100 * r['hi']:.0f}]" if r["lo"] == r["lo"] else ""
 
 

@@ -33,7 +33,8 @@ from lrlib.core.step import Step
 from lrlib.reducers.base import Reduction
 from lrlib.reducers.lineretriever import LineRetriever, RetrieverConfig, each
 
-# the configuration whose answers of the embedded model ship in data/cache/llm
+# the configuration whose answers of the embedded model ship in data/cache/llm; the retriever
+# of one answer mode is LineRetriever(DEFAULT_CONFIG.replace(answer=...), **client_options)
 DEFAULT_CONFIG = RetrieverConfig(
     prompt="paper",
     view="compact",
@@ -50,17 +51,6 @@ DEFAULT_ANSWER = "json"  # structured output: the embedded model closes it, tags
 DEFAULT_SPLIT = "validation"
 DEFAULT_N_STEPS = 40
 TICK_SECONDS = 1.0  # how often the progress bar of a run redraws while answers are awaited
-
-
-def default_reducer(answer: str = "tags", **overrides: Any) -> LineRetriever:
-    """LineRetriever in :data:`DEFAULT_CONFIG` (``overrides`` change any option, e.g.
-    ``offline=True`` to refuse to run a model, or ``strategy="remove"``; a ``client``
-    brings its own model and sampling).
-
-    >>> default_reducer("json", cache=False).params["answer"]
-    'json'
-    """
-    return LineRetriever(DEFAULT_CONFIG.replace(answer=answer), **overrides)
 
 
 def default_steps(n: int | None = DEFAULT_N_STEPS, split: str | None = DEFAULT_SPLIT) -> list[Step]:
@@ -85,7 +75,8 @@ def default_steps(n: int | None = DEFAULT_N_STEPS, split: str | None = DEFAULT_S
     if split == DEFAULT_SPLIT and n <= len(pinned) and all(i in every for i in pinned[:n]):
         return [every[i] for i in pinned[:n]]
     probes = [
-        default_reducer(a, cache=False, context_tokens=CONTEXT_TOKENS) for a in DEFAULT_ANSWERS
+        LineRetriever(DEFAULT_CONFIG.replace(answer=a), cache=False, context_tokens=CONTEXT_TOKENS)
+        for a in DEFAULT_ANSWERS
     ]
     chosen = []
     for step in sorted(load_steps(split=split), key=lambda s: s.step_id):
@@ -105,7 +96,10 @@ def default_results(offline: bool = True, **overrides: Any) -> Any:
     import pandas as pd
 
     steps = default_steps()
-    reducers = [default_reducer(a, offline=offline, **overrides) for a in DEFAULT_ANSWERS]
+    reducers = [
+        LineRetriever(DEFAULT_CONFIG.replace(answer=a), offline=offline, **overrides)
+        for a in DEFAULT_ANSWERS
+    ]
     return pd.DataFrame(run_steps(steps, reducers, progress=False))
 
 

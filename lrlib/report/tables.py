@@ -131,7 +131,7 @@ def interval_table(frame: pd.DataFrame, by: str | Sequence[str] = "reducer") -> 
     return pd.DataFrame(rows)
 
 
-def reported_numbers(path: str | Path | None = None) -> pd.DataFrame:
+def reported_numbers() -> pd.DataFrame:
     """The paper's reported numbers (``data/paper_reported.csv``, ``#`` lines are comments;
     the repository's copy when ``LRLIB_DATA_DIR`` points elsewhere).
 
@@ -140,9 +140,8 @@ def reported_numbers(path: str | Path | None = None) -> pd.DataFrame:
     """
     import pandas as pd
 
-    if path is None:
-        path = paths.data_dir() / "paper_reported.csv"
-        path = path if path.is_file() else paths.REPO_DIR / "data" / "paper_reported.csv"
+    path = paths.data_dir() / "paper_reported.csv"
+    path = path if path.is_file() else paths.REPO_DIR / "data" / "paper_reported.csv"
     return pd.read_csv(path, comment="#", skipinitialspace=True)
 
 
