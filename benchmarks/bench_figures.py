@@ -16,7 +16,7 @@ import os
 import tempfile
 import time
 
-from lrlib.report import figures
+from lrlib.report import plots
 
 
 def main() -> None:
@@ -24,13 +24,13 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="only the quick mode")
     args = parser.parse_args()
     modes = [True] if args.quick else [False, True]
-    timings: dict[bool, list[figures.Executed]] = {}
+    timings: dict[bool, list[plots.Executed]] = {}
     totals: dict[bool, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["LRLIB_FIGURES_DIR"] = tmp
         for quick in modes:
             start = time.perf_counter()
-            timings[quick] = figures.run_all(quick=quick, write=False)
+            timings[quick] = plots.run_all(quick=quick, write=False)
             totals[quick] = time.perf_counter() - start
     names = [r.name for r in timings[modes[0]]]
     head = " | ".join("quick (s)" if q else "full (s)" for q in modes)

@@ -30,6 +30,7 @@ from types import ModuleType
 from typing import Any, NoReturn
 
 from lrlib import settings
+from lrlib.llm.errors import LLMError
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module implementing add_arguments/run, one-line help)
@@ -37,9 +38,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "lrlib.data.import_command",
         "import BrowserGym/AgentLab experiment folders into a dataset",
     ),
-    "run": ("lrlib.report.run_command", "run LineRetriever over the dataset (cached, resumable)"),
+    "run": ("lrlib.report.run", "run LineRetriever over the dataset (cached, resumable)"),
     "evaluate": ("lrlib.report.evaluate_command", "evaluate reducers offline on the dataset"),
-    "figures": ("lrlib.report.figures", "execute every notebook headlessly and rewrite figures/"),
+    "figures": ("lrlib.report.plots", "execute every notebook headlessly and rewrite figures/"),
     "cache": (
         "lrlib.report.cache_command",
         "show the answer caches; --refresh (maintainers) rewrites the shipped one",
@@ -75,21 +76,12 @@ class Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def user_errors() -> tuple[type[BaseException], ...]:
-    """The exceptions that mean "the user asked for something that does not exist": the
-    registries' KeyErrors and ValueErrors (their messages list the valid names), missing
-    files, an output that would replace data (``import-traces``), reducer options a constructor refuses, and endpoint configuration errors."""
-    from lrlib.llm.errors import LLMError
-
-    return (
-        LookupError, ValueError, TypeError, FileNotFoundError, FileExistsError,
-        NotADirectoryError, LLMError,
-    )  # fmt: skip
-
-
-def _one_line(exc: BaseException) -> str:
-    text = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-    return " ".join(str(text).split()) or type(exc).__name__
+#: the exceptions that mean "the user asked for something that does not exist": the
+#: registries' KeyErrors and ValueErrors (their messages list the valid names), missing files,
+#: an output that would replace data (``import-traces``), reducer options a constructor
+#: refuses, and endpoint configuration errors
+USER_ERRORS = (LookupError, ValueError, TypeError, FileNotFoundError, FileExistsError,
+               NotADirectoryError, LLMError, UsageError)  # fmt: skip
 
 
 def add_debug(parser: argparse.ArgumentParser, default: Any) -> None:
@@ -177,9 +169,11 @@ def early_arguments(argv: list[str]) -> argparse.Namespace:
 
 
 def fail(command: str | None, exc: BaseException) -> int:
-    """Report a user error on one line; status 2."""
+    """Report a user error on one line (a KeyError's message unquoted); status 2."""
     where = f"lrlib {command}" if command else "lrlib"
-    print(f"{where}: error: {_one_line(exc)} (--debug shows the traceback)", file=sys.stderr)
+    text = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+    text = " ".join(str(text).split()) or type(exc).__name__
+    print(f"{where}: error: {text} (--debug shows the traceback)", file=sys.stderr)
     return 2
 
 
@@ -211,8 +205,6 @@ def main(argv: list[str] | None = None) -> int:
             if exc.name != module:
                 raise
             continue  # a command whose module is not part of this checkout
-        if not hasattr(mod, "add_arguments"):
-            continue
         modules[name] = mod
         command = sub.add_parser(name, help=help_text, description=help_text)
         mod.add_arguments(command)
@@ -232,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         if hasattr(mod, "plan"):
             print(f"lrlib {args.command}: {mod.plan(args)}", file=sys.stderr, flush=True)
         return int(mod.run(args) or 0)
-    except (UsageError, *user_errors()) as exc:
+    except USER_ERRORS as exc:
         if debug:
             raise
         return fail(args.command, exc)

@@ -18,12 +18,14 @@
 from IPython.display import Markdown
 
 import lrlib
+from lrlib import settings
 from lrlib.core.pruning import render
 from lrlib.core.tokens import count_tokens
-from lrlib.report import ablations, figures, plots, replay
+from lrlib.report import plots, replay
+from lrlib.report.run import default_steps
 
 # %% tags=["parameters"]
-QUICK = figures.quick_mode()
+QUICK = settings.current().quick
 STEP = 2  # which of the default (cached) validation steps to show
 PROMPT, STRATEGY = "paper", "structure"
 ANSWER = "json"  # "tags" or "json" (a JSON schema the endpoint enforces)
@@ -56,7 +58,7 @@ sizes_png = plots.tree_sizes(obs)
 # action tells us which element the agent needed: its line is the **target**.
 
 # %%
-step = replay.default_steps()[STEP]
+step = default_steps()[STEP]
 print("goal:   ", step.goal)
 print("history:", list(step.history) or "(first step)")
 print("next:   ", step.meta["action"], "-> target lines", step.target_lines)
@@ -98,7 +100,7 @@ print("ranges: ", result.extra.get("selection"), "| failure:", result.failure)
 print(result.text[:3000])
 
 # %%
-Markdown(ablations.token_summary(step, result))
+Markdown(replay.token_summary(step, result))
 
 # %% [markdown]
 # The embedded model is SmolLM2-135M-Instruct, chosen because it runs offline on a laptop

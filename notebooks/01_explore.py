@@ -31,12 +31,14 @@ from functools import partial
 from IPython.display import HTML
 
 from lrlab.report import explore
+from lrlib import settings
 from lrlib.core.prompts import BUILTIN
 from lrlib.core.pruning import STRATEGIES
-from lrlib.report import figures, replay
+from lrlib.report import replay
+from lrlib.report.run import default_steps
 
 # %% tags=["parameters"]
-QUICK = figures.quick_mode()
+QUICK = settings.current().quick
 N_STEPS = 5 if QUICK else None  # steps offered in the step menu (None: the default selection)
 REDUCERS = [
     "lineretriever", "learned", "program", "embedding", "bm25", "truncate", "random", "oracle",
@@ -45,7 +47,7 @@ START = ("lineretriever", "paper", "structure")
 ANSWER = "json"  # LineRetriever's answer format ("tags" or "json")
 
 # %%
-steps = replay.default_steps(limit=N_STEPS)
+steps = default_steps(N_STEPS)
 reduce = explore.Switch(lineretriever=partial(replay.lineretriever, answer=ANSWER))
 first = reduce(steps[0], *START)
 HTML(explore.side_by_side(steps[0], first, title=replay.describe(START[0])))

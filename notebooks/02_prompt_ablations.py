@@ -20,26 +20,28 @@
 # skipped (configure an endpoint to fill them in; answers are cached as they come).
 
 # %%
+from lrlib import settings
 from lrlib.core.prompts import BUILTIN, get_prompt, list_prompts, register_prompt
-from lrlib.report import ablations, figures, plots, replay
+from lrlib.report import plots, replay
+from lrlib.report.run import default_steps
 
 # %% tags=["parameters"]
-QUICK = figures.quick_mode()
+QUICK = settings.current().quick
 N_STEPS = 6 if QUICK else None  # None: the whole default selection of cached steps
 VARIANTS = list(BUILTIN)[:2] if QUICK else list(BUILTIN)
 HISTORY, THINK, ANSWER = (True, False), (True, False), ("tags", "json")
 STRATEGY = "structure"
 
 # %%
-steps = replay.default_steps(limit=N_STEPS)
-grid = ablations.ablation_grid(VARIANTS, HISTORY, THINK, ANSWER)
+steps = default_steps(N_STEPS)
+grid = replay.ablation_grid(VARIANTS, HISTORY, THINK, ANSWER)
 print(f"{len(grid)} configurations x {len(steps)} steps")
 
 # %% [markdown]
 # ## Prompt tokens, exactly, for every configuration (no model needed)
 
 # %%
-tokens = ablations.prompt_token_table(steps, grid)
+tokens = replay.prompt_token_table(steps, grid)
 medians = tokens.groupby(["prompt", "switches"], as_index=False, sort=False)["prompt_tokens"]
 tokens_png = plots.metric_bars(
     medians.median(),
@@ -64,7 +66,7 @@ tokens.pivot_table(
 # completion tokens as the endpoint counted them (in the model's own tokenizer).
 
 # %%
-ablation = ablations.ablation(steps, grid, strategy=STRATEGY)
+ablation = replay.ablation(steps, grid, strategy=STRATEGY)
 print(ablation.note)
 ablation.summary.round(3)
 
@@ -109,11 +111,11 @@ mine = register_prompt(
 )
 print(sorted(list_prompts()))
 print("fingerprints:", get_prompt("paper").fingerprint(), "->", mine.fingerprint())
-extra_grid = ablations.ablation_grid(["paper", "paper-forms"], (True,), (False,), ("json",))
-ablations.prompt_token_table(steps, extra_grid).groupby("prompt")["prompt_tokens"].median()
+extra_grid = replay.ablation_grid(["paper", "paper-forms"], (True,), (False,), ("json",))
+replay.prompt_token_table(steps, extra_grid).groupby("prompt")["prompt_tokens"].median()
 
 # %%
-trial = ablations.ablation(steps, extra_grid, strategy=STRATEGY)
+trial = replay.ablation(steps, extra_grid, strategy=STRATEGY)
 print(trial.note)
 trial.summary.round(3)
 

@@ -20,12 +20,14 @@
 # %%
 import pandas as pd
 
+from lrlib import settings
 from lrlib.data import dataset as data
 from lrlib.eval import evaluation
-from lrlib.report import ablations, figures, plots, replay, tables
+from lrlib.report import plots, replay, tables
+from lrlib.report.run import default_steps
 
 # %% tags=["parameters"]
-QUICK = figures.quick_mode()  # LRLIB_QUICK=1: a few steps, for tests
+QUICK = settings.current().quick  # LRLIB_QUICK=1: a few steps, for tests
 SPLIT = "validation"
 N_STEPS = 12 if QUICK else None  # None: every step of the split
 PROMPT, STRATEGY = "paper", "structure"  # the paper's LineRetriever + structure filter
@@ -40,8 +42,8 @@ BASELINES = [r for r in evaluation.all_reducers() if r != "full"]  # every regis
 # skipped and counted, never sent to a model behind your back.
 
 # %%
-lr_steps = replay.default_steps(limit=N_STEPS)
-lr = ablations.run_lineretriever(lr_steps, prompt=PROMPT, strategy=STRATEGY, answer=ANSWER)
+lr_steps = default_steps(N_STEPS)
+lr = replay.run_lineretriever(lr_steps, prompt=PROMPT, strategy=STRATEGY, answer=ANSWER)
 print(lr.note())
 lr.frame[["tokens_before", "tokens_after", "reduction", "covered"]].describe().round(3)
 

@@ -28,14 +28,15 @@
 from IPython.display import display
 
 from lrlab.report import tradeoffs
+from lrlib import settings
 from lrlib.core.prompts import PromptOptions
 from lrlib.data import dataset as data
 from lrlib.eval import costs
-from lrlib.report import ablations, figures, plots, replay
-from lrlib.report.run import DEFAULT_CONFIG
+from lrlib.report import plots, replay
+from lrlib.report.run import DEFAULT_CONFIG, default_steps
 
 # %% tags=["parameters"]
-QUICK = figures.quick_mode()
+QUICK = settings.current().quick
 N_STEPS = 24 if QUICK else None  # None: every recorded step (both splits: nothing is tuned)
 AGENT_MODEL = "gpt-4.1"  # the large model that acts
 RETRIEVER_PRICED_AS = "gpt-4.1-mini"  # the price the retriever's tokens are billed at
@@ -78,8 +79,8 @@ frame[
 ].describe().round(2)
 
 # %%
-lr = ablations.run_lineretriever(
-    replay.default_steps(limit=N_STEPS), prompt=PROMPT, strategy=STRATEGY, answer=ANSWER,
+lr = replay.run_lineretriever(
+    default_steps(N_STEPS), prompt=PROMPT, strategy=STRATEGY, answer=ANSWER,
     think=THINK,
 )  # fmt: skip
 print(lr.note())

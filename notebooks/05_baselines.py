@@ -35,13 +35,14 @@ from IPython.display import display
 
 from lrlab.report import forest, tradeoffs
 from lrlab.tuning import crossval, learned_cv
-from lrlib import paths
+from lrlib import paths, settings
 from lrlib.data import dataset as data
 from lrlib.eval import costs, evaluation, intervals
-from lrlib.report import ablations, figures, plots, replay, tables
+from lrlib.report import plots, replay, tables
+from lrlib.report.run import default_steps
 
 # %% tags=["parameters"]
-QUICK = figures.quick_mode()
+QUICK = settings.current().quick
 SPLITS = ("validation", "test")
 N_STEPS = 10 if QUICK else None  # per split
 REDUCERS = evaluation.all_reducers()  # every registered non-LLM reducer, variants included
@@ -85,7 +86,7 @@ steps = [s for split in SPLITS for s in data.load_steps(split=split, limit=N_STE
 frame, notes = replay.evaluate_cached(REDUCERS, steps)  # embeddings: cached vectors only
 print("\n".join(notes) or f"every reducer evaluated on every step ({len(steps)} steps)")
 lr_runs = {
-    split: ablations.run_lineretriever(
+    split: replay.run_lineretriever(
         [s for s in steps if s.meta["split"] == split], strategy="structure", answer=LR_ANSWER
     )
     for split in SPLITS
@@ -206,8 +207,8 @@ paired.pivot_table(index="a", columns=["split", "value"], values="difference [95
 # beside them (labelled as reported).
 
 # %%
-lr_steps = replay.default_steps(limit=N_STEPS)
-runs = [ablations.run_lineretriever(lr_steps, strategy="structure", answer=a) for a in ANSWERS]
+lr_steps = default_steps(N_STEPS)
+runs = [replay.run_lineretriever(lr_steps, strategy="structure", answer=a) for a in ANSWERS]
 for run in runs:
     print(run.note())
 common = set.intersection(*(set(r.frame["step_id"]) for r in runs))

@@ -42,13 +42,14 @@ from IPython.display import display
 
 from lrlab.injection import inject, injection_eval, injection_sets, sanitize_cost
 from lrlab.report import tradeoffs
+from lrlib import settings
 from lrlib.core import sanitize
 from lrlib.data import dataset as data
 from lrlib.reducers import get_reducer
-from lrlib.report import figures, plots, replay, tables
+from lrlib.report import plots, replay, tables
 
 # %% tags=["parameters"]
-QUICK = figures.quick_mode()
+QUICK = settings.current().quick
 SEED, PER_STEP = 0, 2
 N_SHOWN = 3 if QUICK else 15  # of the core set, whose retriever answers ship in the cache
 N_LARGE = 8 if QUICK else None  # None: the whole wide set

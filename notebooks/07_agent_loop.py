@@ -27,14 +27,14 @@ import pandas as pd
 from IPython.display import display
 
 from lrlab.agent import live, live_report
-from lrlib import paths
+from lrlib import paths, settings
 from lrlib.data import dataset as data
 from lrlib.eval import intervals
 from lrlib.eval.evaluation import evaluate
-from lrlib.report import figures, plots, tables
+from lrlib.report import plots, tables
 
 # %% tags=["parameters"]
-QUICK = figures.quick_mode()
+QUICK = settings.current().quick
 LIVE = paths.shipped_data_dir() / "live"
 REDUCERS = ["full", "truncate", "bm25", "program", "learned"]
 MFS_STEPS = 40 if QUICK else None  # None: every MiniWoB check-set step the scripted policy knows

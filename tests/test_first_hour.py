@@ -26,8 +26,7 @@ from lrlib.eval.evaluation import parse_reducers
 from lrlib.llm.cache import ResponseCache
 from lrlib.llm.client import LLMClient
 from lrlib.reducers import get_reducer, list_reducers
-from lrlib.report import evaluate_command, run_command
-from lrlib.report.run import run_steps
+from lrlib.report import evaluate_command, run
 
 REPO = Path(__file__).resolve().parents[1]
 EPISODE = "2024-11-06_13-49-20_DemoAgentArgs_on_webarena.4_11"
@@ -137,7 +136,7 @@ def test_a_slow_answer_shows_a_ticking_bar(threaded_fake, tmp_path, real_trees, 
     client = LLMClient("fake-model", base_url=serve(threaded_fake, script),
                        cache=ResponseCache(tmp_path / "llm"))  # fmt: skip
     reducer = get_reducer("lineretriever", answer="tags", client=client)
-    rows = run_steps([step], [reducer], progress=True)
+    rows = run.run_steps([step], [reducer], progress=True)
     assert rows[0]["failure"] is None
     err = capsys.readouterr().err
     # redrawn while waiting: the elapsed time moves before the answer arrives
@@ -147,10 +146,10 @@ def test_a_slow_answer_shows_a_ticking_bar(threaded_fake, tmp_path, real_trees, 
 
 def test_run_plan_counts_cached_and_new_answers():
     parser = argparse.ArgumentParser()
-    run_command.add_arguments(parser)
-    cached = run_command.plan(parser.parse_args(["--default-steps", "--limit", "2"]))
+    run.add_arguments(parser)
+    cached = run.plan(parser.parse_args(["--default-steps", "--limit", "2"]))
     assert "all 2 cached" in cached and "no model is asked" in cached
-    asked = run_command.plan(parser.parse_args(["--default-steps", "--limit", "2", "--refresh"]))
+    asked = run.plan(parser.parse_args(["--default-steps", "--limit", "2", "--refresh"]))
     assert "2 to ask the model" in asked and "min" in asked
 
 
@@ -191,13 +190,13 @@ def test_no_matching_steps_is_one_line(capsys, tmp_path, traces_dir):
 
 def test_default_steps_honour_the_split():
     parser = argparse.ArgumentParser()
-    run_command.add_arguments(parser)
+    run.add_arguments(parser)
     args = parser.parse_args(["--default-steps", "--split", "test", "--limit", "2", "--offline"])
-    run_command.plan(args)
+    run.plan(args)
     assert len(args.steps) == 2 and {s.meta["split"] for s in args.steps} == {"test"}
     pinned = parser.parse_args(["--default-steps", "--limit", "2", "--offline"])
-    run_command.plan(pinned)
-    assert [s.step_id for s in pinned.steps] == [s.step_id for s in run_command.default_steps(2)]
+    run.plan(pinned)
+    assert [s.step_id for s in pinned.steps] == [s.step_id for s in run.default_steps(2)]
 
 
 def test_debug_after_the_subcommand():

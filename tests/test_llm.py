@@ -307,7 +307,8 @@ def test_readme_example_builds_the_messages_the_pipeline_sends(capsys):
     import re as _re
 
     from lrlib import paths
-    from lrlib.report.run import DEFAULT_ANSWER, default_reducer
+    from lrlib.reducers.lineretriever import LineRetriever
+    from lrlib.report.run import DEFAULT_ANSWER, DEFAULT_CONFIG
 
     readme = (paths.REPO_DIR / "README.md").read_text()
     blocks = _re.findall(r"```python\n(.*?)```", readme, _re.S)
@@ -315,5 +316,6 @@ def test_readme_example_builds_the_messages_the_pipeline_sends(capsys):
     scope: dict = {}
     exec(compile(example, "README.md", "exec"), scope)
     assert capsys.readouterr().out.strip()  # it prints the reduced tree
-    sent = default_reducer(DEFAULT_ANSWER, cache=False).request(scope["step"])
+    retriever = LineRetriever(DEFAULT_CONFIG.replace(answer=DEFAULT_ANSWER), cache=False)
+    sent = retriever.request(scope["step"])
     assert [dict(m) for m in sent.messages] == scope["messages"]

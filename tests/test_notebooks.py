@@ -12,10 +12,10 @@ import nbformat
 import pytest
 
 from lrlib import paths
-from lrlib.report import figures
+from lrlib.report import plots
 
 NOTEBOOKS = paths.notebooks_dir()
-SOURCES = figures.notebook_sources()
+SOURCES = plots.notebook_sources()
 EXPECTED = [
     "00_quickstart",
     "01_explore",
@@ -47,7 +47,7 @@ def test_every_notebook_is_there_as_a_pair():
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
 def test_pairing_is_in_sync(source):
     """The .py (what reviewers read) and the .ipynb (what users open) hold the same cells."""
-    text_nb = figures.read_source(source)
+    text_nb = plots.read_source(source)
     ipynb = nbformat.read(source.with_suffix(".ipynb"), as_version=4)
     assert [(c.cell_type, c.source.strip()) for c in text_nb.cells] == [
         (c.cell_type, c.source.strip()) for c in ipynb.cells
@@ -124,7 +124,7 @@ def test_project_jupyter_config_keeps_committed_runs(tmp_path, monkeypatch):
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
 def test_notebooks_are_thin(source):
     """Logic lives in lrlib: no classes, no long functions, no prompt texts or templates."""
-    nb = figures.read_source(source)
+    nb = plots.read_source(source)
     params = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(params) == 1, f"{source.stem}: needs exactly one cell tagged 'parameters'"
     assert "QUICK" in params[0].source, f"{source.stem}: the parameters cell must read QUICK"
@@ -173,7 +173,7 @@ def test_committed_notebooks_are_executed_top_to_bottom(source):
     for local in (paths.REPO_DIR, paths.REPO_DIR.parent / "shared"):
         assert str(local) not in blob, f"{source.stem}: outputs leak a local path ({local})"
     assert not re.search(r"sk-[A-Za-z0-9_-]{16,}", blob), f"{source.stem}: an API key?"
-    assert nb.metadata.get("kernelspec", {}).get("name") == figures.KERNEL
+    assert nb.metadata.get("kernelspec", {}).get("name") == plots.KERNEL
 
 
 @pytest.mark.slow
@@ -185,7 +185,7 @@ def test_notebook_runs_in_quick_mode(source, tmp_path, monkeypatch):
     monkeypatch.setenv("LRLIB_OFFLINE", "1")
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "LRLIB_MODEL", "OPENAI_MODEL"):
         assert var not in os.environ
-    done = figures.execute(source, quick=True, timeout=300)
+    done = plots.execute(source, quick=True, timeout=300)
     assert done.error is None, f"{source.stem} failed in quick mode: {done.error}"
     if source.stem not in ("00_quickstart", "01_explore"):
         assert list(tmp_path.glob("*.png")), f"{source.stem} wrote no figure"

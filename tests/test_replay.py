@@ -11,7 +11,7 @@ import pytest
 
 from lrlab.report import explore
 from lrlib.core.step import Step
-from lrlib.report import ablations, figures, replay
+from lrlib.report import plots, replay
 
 
 @pytest.fixture
@@ -65,7 +65,7 @@ def test_mode_follows_the_environment(monkeypatch):
 
 
 def test_offline_without_answers_skips_and_counts(steps, empty_cache):
-    run = ablations.run_lineretriever(steps)
+    run = replay.run_lineretriever(steps)
     assert run.n_answered == 0 and run.skipped == [s.step_id for s in steps]
     assert "0 of 3 steps answered, 3 skipped (no cached answer)" in run.note()
     assert run.model == "SmolLM2-135M-Instruct.Q4_1" and "offline" in run.mode
@@ -82,7 +82,7 @@ def test_live_endpoint_fills_the_cache_then_replays_offline(
     )
     monkeypatch.setenv("OPENAI_BASE_URL", httpserver.url_for("/v1"))
     monkeypatch.setenv("LRLIB_MODEL", "scripted-model")
-    live = ablations.run_lineretriever(steps[:2])
+    live = replay.run_lineretriever(steps[:2])
     assert live.n_answered == 2 and not live.skipped and "live" in live.mode
     assert live.model == "scripted-model"
     calls = len(httpserver.log)
@@ -92,23 +92,23 @@ def test_live_endpoint_fills_the_cache_then_replays_offline(
     assert (live.frame["retriever_prompt_tokens"] > live.frame["tokens_before"] * 0.3).all()
 
     monkeypatch.setenv("LRLIB_OFFLINE", "1")
-    again = ablations.run_lineretriever(steps)  # the third step was never answered
+    again = replay.run_lineretriever(steps)  # the third step was never answered
     assert len(httpserver.log) == calls  # nothing sent offline
     assert again.n_answered == 2 and again.skipped == [steps[2].step_id]
     assert again.frame["reduction"].tolist() == pytest.approx(live.frame["reduction"].tolist())
 
 
 def test_ablation_grid_and_prompt_tokens(steps, empty_cache):
-    grid = ablations.ablation_grid(["paper", "neutral"], (True, False), (False,), ("tags", "json"))
+    grid = replay.ablation_grid(["paper", "neutral"], (True, False), (False,), ("tags", "json"))
     assert len(grid) == 8 and len({g["config"] for g in grid}) == 8
-    tokens = ablations.prompt_token_table(steps, grid)
+    tokens = replay.prompt_token_table(steps, grid)
     assert len(tokens) == 8 * len(steps) and (tokens["prompt_tokens"] > 0).all()
     paper = tokens[(tokens.prompt == "paper") & (tokens.answer == "tags")]
     # the history switch can only add tokens
     on = paper[paper.history].set_index("step_id")["prompt_tokens"]
     off = paper[~paper.history].set_index("step_id")["prompt_tokens"]
     assert (on >= off).all()
-    result = ablations.ablation(steps[:1], grid[:2])
+    result = replay.ablation(steps[:1], grid[:2])
     assert result.summary["n_answered"].tolist() == [0, 0]
     assert "0 of 2 configurations" in result.note and result.summary["n_paired"].tolist() == [0, 0]
 
@@ -128,19 +128,19 @@ def test_explorer_view_highlights_kept_lines_and_labels_fallbacks(steps, empty_c
 
 def test_figures_runner_executes_in_order_and_writes_executed_pairs(tmp_path):
     (tmp_path / "00_first.py").write_text(
-        '# %%\nfrom lrlib.report import figures\n\n# %% tags=["parameters"]\n'
-        "QUICK = figures.quick_mode()\n\n# %%\nprint('quick' if QUICK else 'full')\n"
+        '# %%\nfrom lrlib import settings\n\n# %% tags=["parameters"]\n'
+        "QUICK = settings.current().quick\n\n# %%\nprint('quick' if QUICK else 'full')\n"
     )
     (tmp_path / "01_broken.py").write_text("# %%\nraise RuntimeError('boom')\n")
     (tmp_path / "notes.py").write_text("# not a notebook\n")
-    done = figures.run_all(quick=True, folder=tmp_path, timeout=120)
+    done = plots.run_all(quick=True, folder=tmp_path, timeout=120)
     assert [d.name for d in done] == ["00_first", "01_broken"]
     assert done[0].error is None and "boom" in done[1].error
     nb = nbformat.read(tmp_path / "00_first.ipynb", as_version=4)
     cells = [c for c in nb.cells if c.cell_type == "code"]
     assert [c.execution_count for c in cells] == [1, 2, 3]
     assert "quick" in json.dumps(cells[-1].outputs)
-    assert nb.metadata["kernelspec"]["name"] == figures.KERNEL
+    assert nb.metadata["kernelspec"]["name"] == plots.KERNEL
     assert nb.metadata["jupytext"]["formats"] == "ipynb,py:percent"
 
 
@@ -202,7 +202,7 @@ def test_figures_with_an_endpoint_ask_it_cache_the_answers_and_name_its_model(
     monkeypatch.setenv("LRLIB_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("LRLIB_FIGURES_DIR", str(tmp_path / "figures"))
     source = paths.notebooks_dir() / "00_quickstart.py"
-    live = figures.execute(source, quick=True, write=tmp_path / "live.ipynb")
+    live = plots.execute(source, quick=True, write=tmp_path / "live.ipynb")
     assert live.error is None, live.error
     asked = len(httpserver.log)
     assert asked >= 1
@@ -214,7 +214,7 @@ def test_figures_with_an_endpoint_ask_it_cache_the_answers_and_name_its_model(
     assert httpserver.url_for("/") not in text
 
     monkeypatch.setenv("LRLIB_OFFLINE", "1")
-    again = figures.execute(source, quick=True, write=tmp_path / "offline.ipynb")
+    again = plots.execute(source, quick=True, write=tmp_path / "offline.ipynb")
     assert again.error is None and len(httpserver.log) == asked
     replayed = (tmp_path / "offline.ipynb").read_text()
     assert re.search(r"ranges:  \[\[1, \d+\]\] \| failure: None", replayed)
@@ -236,7 +236,7 @@ def test_notebooks_run_on_another_dataset_with_nothing_cached(tmp_path, monkeypa
     monkeypatch.setenv("LRLIB_OFFLINE", "1")
     for name in ("03_reduction_boxplot", "05_baselines"):
         out = tmp_path / f"{name}.ipynb"
-        done = figures.execute(paths.notebooks_dir() / f"{name}.py", quick=True, write=out)
+        done = plots.execute(paths.notebooks_dir() / f"{name}.py", quick=True, write=out)
         assert done.error is None, f"{name}: {done.error}"
         text = out.read_text()
         assert "skipped" in text and "embedding: 0 of" in text, name

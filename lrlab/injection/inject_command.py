@@ -92,7 +92,7 @@ def _table(args: argparse.Namespace) -> dict[str, Any]:
 def plan(args: argparse.Namespace) -> str:
     """The first line, before any work: the attacked set, and whether a model is asked (a
     LineRetriever reducer without ``--cached`` asks its model for every uncached answer)."""
-    from lrlib.report.run_command import model_time
+    from lrlib.report.run import model_time
 
     items = _items(args)
     table = _table(args)

@@ -40,11 +40,15 @@ def plan(args: Any) -> str:
 def run(args: Any) -> int:
     """Show both layers; with ``--refresh`` rewrite the shipped layer (maintainers only)."""
     if args.refresh:
-        from lrlib.report.run import DEFAULT_ANSWERS, default_reducer, default_steps, run_steps
+        from lrlib.reducers.lineretriever import LineRetriever
+        from lrlib.report.run import DEFAULT_ANSWERS, DEFAULT_CONFIG, default_steps, run_steps
 
         shipped = ResponseCache(paths.shipped_cache_dir(), refresh=True)
         steps = default_steps()[: args.limit]
-        run_steps(steps, [default_reducer(a, cache=shipped) for a in DEFAULT_ANSWERS])
+        retrievers = [
+            LineRetriever(DEFAULT_CONFIG.replace(answer=a), cache=shipped) for a in DEFAULT_ANSWERS
+        ]
+        run_steps(steps, retrievers)
     for name, root in (("shipped", paths.shipped_cache_dir()), ("user", paths.user_cache_dir())):
         cache = ResponseCache(root)
         size = cache.size_bytes() if root.is_dir() else 0

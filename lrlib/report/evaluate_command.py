@@ -189,7 +189,7 @@ def _reducers(args: argparse.Namespace) -> dict[str, Any]:
 def plan(args: argparse.Namespace) -> str:
     """``lrlib evaluate``'s first line: what it computes; the slow part (a model asked,
     vectors computed) named up front, before anything starts."""
-    from lrlib.report.run_command import model_time
+    from lrlib.report.run import model_time
 
     if _backend().applies(args):  # a large file (or --jobs/--backend): read by episode
         return _backend().plan(args)

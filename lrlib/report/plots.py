@@ -1,4 +1,6 @@
-"""The figures: one function per figure, each writing ``figures/<name>.png`` and ``.pdf``.
+"""The figures: one function per figure, each writing ``figures/<name>.png`` and ``.pdf``,
+and ``lrlib figures``, which executes every notebook (the code that calls them) headlessly,
+in order, and rewrites ``figures/``.
 
 Every function takes tidy frames (one row per step and reducer, as :func:`lrlib.evaluate`
 returns them, or the cost frame of :mod:`lrlib.eval.costs`), draws with matplotlib, writes into
@@ -9,44 +11,41 @@ results must be told which retriever model produced them (``model=``): it goes i
 >>> binned = bin_tokens(pd.Series([500, 1500, 40_000]))
 >>> [str(b) for b in binned]
 ['<1k', '1k-2k', '16k+']
+
+The jupytext percent files ``notebooks/NN_name.py`` are the source of the notebooks; each is
+executed with nbclient (in the notebooks folder, on the shipped data and cached answers)
+and written back as its paired ``.ipynb`` with fresh outputs. ``LRLIB_QUICK=1`` (or
+``--quick``) makes the notebooks use a few steps; a quick run does not rewrite the committed
+notebooks unless asked to (a notebook reads it as ``settings.current().quick``). Nothing here
+calls a model: the notebooks decide, through :mod:`lrlib.report.replay`, whether an endpoint
+is configured.
+
+>>> [p.stem for p in notebook_sources()][:1]
+['00_quickstart']
 """
 
 from __future__ import annotations
 
+import argparse
+import re
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from lrlib import paths
+from lrlib import paths, settings
 from lrlib.eval.evaluation import LLM_REDUCERS
 
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-_CI = (
-    "coverage_lo",
-    "coverage_hi",
-    "reduction_lo",
-    "reduction_hi",
-    "coverage_n",
-)  # reducers whose figures must name the retriever model
+# the interval columns of a knob sweep (lrlib.eval.evaluation.sweep) that figures carry
+_CI = ("coverage_lo", "coverage_hi", "reduction_lo", "reduction_hi", "coverage_n")
 TOKEN_EDGES = (0, 1_000, 2_000, 2_500, 3_000, 4_000, 6_000, 8_000, 16_000)
-PALETTE = (
-    "#1f5a94",
-    "#d1495b",
-    "#edae49",
-    "#00798c",
-    "#66a182",
-    "#8d6a9f",
-    "#2e4057",
-    "#b5651d",
-    "#7f7f7f",
-    "#bcbd22",
-    "#e377c2",
-    "#17becf",
-    "#5c3317",
-)
+PALETTE = ("#1f5a94", "#d1495b", "#edae49", "#00798c", "#66a182", "#8d6a9f", "#2e4057",
+           "#b5651d", "#7f7f7f", "#bcbd22", "#e377c2", "#17becf", "#5c3317")  # fmt: skip
 
 
 def _label(n: float) -> str:
@@ -122,51 +121,33 @@ def save(fig: Figure, name: str) -> Path:
     return png
 
 
-def _caption(fig: Figure, text: str) -> None:
-    fig.text(0.01, -0.02, text, ha="left", va="top", fontsize=8, color="#444444", wrap=True)
-
-
-def _clusters(sub: pd.DataFrame) -> pd.Series:
+def _ci(sub: pd.DataFrame, column: str, stat: str = "mean") -> tuple[dict, str]:
+    """The 95% interval of ``column`` (booleans/None as floats, None -> NaN) clustered by
+    episode (each step its own without an ``episode`` column), and its ``" [lo, hi]"`` in
+    percent ('' when none can be drawn)."""
     import pandas as pd
 
-    if "episode" in sub:
-        return sub["episode"]
-    return sub["step_id"] if "step_id" in sub else pd.Series(range(len(sub)), index=sub.index)
-
-
-def _median_ci(sub: pd.DataFrame) -> dict:
     from lrlib.eval.intervals import interval
 
-    return interval(sub["reduction"].astype(float), _clusters(sub), "median")
+    clusters = sub.get("episode", sub.get("step_id", pd.Series(range(len(sub)), index=sub.index)))
+    values = pd.to_numeric(sub[column].astype("float64"), errors="coerce")
+    r = interval(values, clusters, stat)
+    return r, f" [{100 * r['lo']:.0f}, {100 * r['hi']:.0f}]" if r["lo"] == r["lo"] else ""
 
 
 def _coverage_note(sub: pd.DataFrame) -> str:
     """``"\nevidence coverage 81% [75, 87] n=141/26\ntarget coverage 97% [93, 100] n=91/19"``: a panel
     title: evidence coverage first, target coverage beside it ('' without either)."""
-    from lrlib.eval.intervals import interval
-
     parts = []
     for column, what in (("evidence_covered", "evidence coverage"), ("covered", "target coverage")):
         if column not in sub or sub.empty:
             continue
-        r = interval(pd_float(sub[column]), _clusters(sub))
-        if not r["n_steps"]:
-            continue
-        lo_hi = f" [{100 * r['lo']:.0f}, {100 * r['hi']:.0f}]" if r["lo"] == r["lo"] else ""
-        parts.append(f"{what} {100 * r['estimate']:.0f}%{lo_hi} n={r['n_steps']}/{r['n_episodes']}")
+        r, band = _ci(sub, column)
+        if r["n_steps"]:
+            parts.append(
+                f"{what} {100 * r['estimate']:.0f}%{band} n={r['n_steps']}/{r['n_episodes']}"
+            )
     return "".join("\n" + p for p in parts)
-
-
-def pd_float(column: pd.Series) -> pd.Series:
-    """A boolean/None column as floats (None -> NaN), for the bootstrap.
-
-    >>> import pandas as pd
-    >>> pd_float(pd.Series([True, None, False])).tolist()
-    [1.0, nan, 0.0]
-    """
-    import pandas as pd
-
-    return pd.to_numeric(column.astype("float64"), errors="coerce")
 
 
 def reduction_boxplot(
@@ -174,7 +155,6 @@ def reduction_boxplot(
     reducers: Sequence[str] | None = None,
     model: str | None = None,
     name: str = "fig3_reduction_boxplot",
-    edges: Sequence[int] = TOKEN_EDGES,
     title: str | None = None,
 ) -> Path:
     """The paper's Figure 3: token reduction (%) against the original tree's token count,
@@ -190,7 +170,7 @@ def reduction_boxplot(
     reducers = list(reducers or sorted(results["reducer"].unique())) or ["(no results)"]
     require_model(reducers, model)
     data = results[results["reducer"].isin(reducers)].copy()
-    data["bin"] = bin_tokens(data["tokens_before"], edges)
+    data["bin"] = bin_tokens(data["tokens_before"])
     bins = [b for b in data["bin"].cat.categories if (data["bin"] == b).any()]
     ncols = min(3, len(reducers))
     nrows = -(-len(reducers) // ncols)
@@ -227,9 +207,8 @@ def reduction_boxplot(
                 fontsize=7,
                 transform=ax.get_xaxis_transform(),
             )
-        ci = _median_ci(sub)
+        ci, band = _ci(sub, "reduction", "median")
         med = 100 * ci["estimate"]
-        band = f" [{100 * ci['lo']:.0f}, {100 * ci['hi']:.0f}]" if ci["lo"] == ci["lo"] else ""
         ax.axhline(med, ls="--", lw=1, color="#d1495b", label=f"median {med:.0f}%{band} (95% CI)")
         if band:
             ax.axhspan(100 * ci["lo"], 100 * ci["hi"], color="#d1495b", alpha=0.12, lw=0)
@@ -259,7 +238,6 @@ def metric_bars(
     model: str | None = None,
     name: str = "prompt_ablations",
     title: str = "Prompt ablations",
-    labels: dict[str, str] | None = None,
 ) -> Path:
     """Grouped bars of several metrics (one panel each) for the rows of ``summary``: one
     group per value of ``by``, one bar per value of ``hue``. Used for the prompt ablations
@@ -268,7 +246,6 @@ def metric_bars(
     import matplotlib.pyplot as plt
     import numpy as np
 
-    labels = labels or {}
     groups = list(dict.fromkeys(summary[by]))
     hues = (list(dict.fromkeys(summary[hue])) if hue else []) or [None]
     # when every group holds a single hue value, draw one centred bar per group in its colour
@@ -289,7 +266,7 @@ def metric_bars(
             label = str(h) if h is not None else None
             ax.bar(x, vals, width, label=label, color=PALETTE[j % len(PALETTE)])
         ax.set_xticks(range(len(groups)), groups, rotation=30, ha="right")
-        ax.set_title(labels.get(metric, metric), fontsize=10)
+        ax.set_title(metric, fontsize=10)
         if not groups:
             ax.text(0.5, 0.5, "no results", ha="center", va="center", transform=ax.transAxes)
         ax.grid(axis="y", alpha=0.3)
@@ -327,3 +304,153 @@ def tree_sizes(observations: pd.DataFrame, name: str = "dataset_tree_sizes") -> 
     ax.set_title("Recorded observations: tree size per step", fontsize=10)
     fig.tight_layout()
     return save(fig, name)
+
+
+# --- lrlib figures: execute the notebooks ----------------------------------------------
+
+QUICK_ENV = "LRLIB_QUICK"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+KERNEL = "python3"
+
+
+def notebook_sources(folder: Path | None = None) -> list[Path]:
+    """The percent-format sources ``NN_*.py`` of the notebooks, in execution order."""
+    folder = folder or paths.notebooks_dir()
+    return sorted(p for p in folder.glob("[0-9][0-9]_*.py") if p.is_file())
+
+
+@dataclass
+class Executed:
+    """One executed notebook: its name, wall time and error (None when it ran through)."""
+
+    name: str
+    seconds: float
+    error: str | None = None
+
+
+def read_source(source: Path):
+    """The notebook of a percent-format ``.py`` (code and prose, no outputs), paired with
+    its ``.ipynb`` and bound to the ``python3`` kernel."""
+    import jupytext
+
+    nb = jupytext.read(source, fmt="py:percent")
+    for i, cell in enumerate(nb.cells):  # stable ids: regenerating changes only real outputs
+        cell["id"] = f"{source.stem[:2]}-{i:02d}"
+    nb.metadata["kernelspec"] = {"name": KERNEL, "display_name": "Python 3", "language": "python"}
+    nb.metadata.setdefault("language_info", {"name": "python"})
+    nb.metadata.setdefault("jupytext", {})["formats"] = "ipynb,py:percent"
+    return nb
+
+
+def execute(
+    source: Path, quick: bool = False, write: Path | None = None, timeout: int = 1200
+) -> Executed:
+    """Execute one notebook source; write the executed ``.ipynb`` to ``write`` if given."""
+    import jupytext
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    nb = read_source(source)
+    env = {
+        QUICK_ENV: "1" if quick else "0",
+        "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+        "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+    }
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name=KERNEL,
+        record_timing=False,
+        resources={"metadata": {"path": str(source.parent)}},
+        extra_arguments=["--IPKernelApp.log_level=ERROR"],  # no TCP-encryption warning
+    )
+    start = time.perf_counter()
+    error = None
+    try:
+        # the kernel's environment, ours untouched; it imports the lrlib of this checkout,
+        # whatever the install looks like
+        client.execute(env=settings.child_env(env, prepend={"PYTHONPATH": str(paths.REPO_DIR)}))
+    except CellExecutionError as exc:
+        lines = _ANSI.sub("", str(exc)).strip().splitlines()
+        error = lines[-1] if lines else repr(exc)
+    except Exception as exc:  # a dead kernel or a timeout: report, go on with the next
+        error = f"{type(exc).__name__}: {exc}"
+    seconds = time.perf_counter() - start
+    if write is not None:
+        _drop_widget_state(nb)
+        jupytext.write(nb, write, fmt="ipynb")
+    return Executed(source.stem, seconds, error)
+
+
+def _drop_widget_state(nb: Any) -> None:
+    """Live widgets need a kernel: keep their text fallback, drop their saved state (random
+    model ids that would change on every run and show nothing in a static viewer)."""
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if "application/vnd.jupyter.widget-view+json" in data and "text/plain" in data:
+                del data["application/vnd.jupyter.widget-view+json"]
+
+
+def run_all(
+    quick: bool = False,
+    only: Sequence[str] = (),
+    write: bool = True,
+    timeout: int = 1200,
+    folder: Path | None = None,
+) -> list[Executed]:
+    """Execute the notebooks in order (those whose name starts with one of ``only``, if
+    given); with ``write`` rewrite each paired ``.ipynb``. Prints one line per notebook."""
+    results = []
+    for source in notebook_sources(folder):
+        if only and not any(source.stem.startswith(o) for o in only):
+            continue
+        target = source.with_suffix(".ipynb") if write else None
+        print(f"executing {source.name}{' (quick)' if quick else ''} ...", flush=True)
+        done = execute(source, quick=quick, write=target, timeout=timeout)
+        status = "ok" if done.error is None else f"FAILED: {done.error}"
+        print(f"  {done.name}: {done.seconds:.1f} s, {status}", flush=True)
+        results.append(done)
+    return results
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``lrlib figures``."""
+    parser.add_argument(
+        "--quick", action="store_true", help=f"few steps per notebook (same as {QUICK_ENV}=1)"
+    )
+    parser.add_argument(
+        "--only",
+        nargs="*",
+        default=[],
+        metavar="NN",
+        help="run only the notebooks whose name starts with these prefixes",
+    )
+    parser.add_argument(
+        "--no-write",
+        action="store_true",
+        help="do not rewrite the .ipynb files (a quick run never does unless --write is given)",
+    )
+    parser.add_argument(
+        "--write", action="store_true", help="rewrite the .ipynb files even in quick mode"
+    )
+    parser.add_argument("--timeout", type=int, default=1200, help="seconds per cell")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Execute the notebooks; a table of wall times; non-zero exit if one failed."""
+    quick = args.quick or settings.current().quick
+    write = args.write or not (args.no_write or quick)
+    start = time.perf_counter()
+    results = run_all(quick=quick, only=args.only, write=write, timeout=args.timeout)
+    total = time.perf_counter() - start
+    print("\n| notebook | seconds | status |\n|---|---:|---|")
+    for r in results:
+        print(f"| {r.name} | {r.seconds:.1f} | {'ok' if r.error is None else 'failed'} |")
+    print(f"| total | {total:.1f} | {'quick' if quick else 'full'} |")
+    print(f"figures in {paths.figures_dir()}")
+    failed = [r.name for r in results if r.error]
+    if failed:
+        print(f"failed: {', '.join(failed)}")
+    return 1 if failed or not results else 0

@@ -1,18 +1,20 @@
-"""LineRetriever in the notebooks: cached answers replayed offline, or a live endpoint.
+"""LineRetriever in the notebooks: cached answers replayed offline, or a live endpoint; runs
+that count what they skipped, the prompt ablations, one step's token summary.
 
 Two modes, decided from the settings (:func:`offline`, :mod:`lrlib.settings`):
 
 - **offline** (the default when no endpoint is configured, and in quick mode): the
   answers come from the response cache in ``data/cache`` and nothing else. A step without a
-  cached answer is **skipped and counted** (:class:`lrlib.report.ablations.RetrieverRun` says how many), never sent
+  cached answer is **skipped and counted** (:class:`RetrieverRun` says how many), never sent
   to a model behind the user's back.
 - **live**: ``OPENAI_BASE_URL`` and/or ``OPENAI_API_KEY`` (plus ``LRLIB_MODEL``) name an
   endpoint, or ``LRLIB_OFFLINE=0`` allows the embedded SmolLM2 to run: missing answers are
   asked for (concurrently) and cached, so the next run replays them. ``LRLIB_OFFLINE=1``
   forces replay even with an endpoint configured.
 
-The retriever runs in :data:`lrlib.report.run.DEFAULT_CONFIG` (whose answers ship in the cache)
-unless a notebook overrides an option; results always carry the model that produced them.
+The retriever runs in :data:`lrlib.report.run.DEFAULT_CONFIG` (whose answers ship in the cache,
+over the steps of :func:`lrlib.report.run.default_steps`) unless a notebook overrides an
+option; results always carry the model that produced them.
 
 >>> from lrlib import settings
 >>> with settings.override(offline=True):
@@ -22,11 +24,14 @@ unless a notebook overrides an option; results always carry the model that produ
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from itertools import product
 from typing import TYPE_CHECKING, Any
 
 from lrlib.core.step import Step
-from lrlib.reducers.base import Reducer, Reduction
+from lrlib.reducers.base import Output, Reducer, Reduction
 from lrlib.reducers.lineretriever import LineRetriever
 from lrlib.settings import current
 
@@ -35,26 +40,15 @@ if TYPE_CHECKING:
 
 THINK_MAX_TOKENS = 384  # room for a <think> block when an ablation turns thinking on
 NO_ANSWER = "offline:no_cached_answer"
-EMPTY_COLUMNS = [
-    "step_id",
-    "reducer",
-    "tokens_before",
-    "tokens_after",
-    "reduction",
-    "reduction_chars",
-    "reduction_lines",
-    "target_status",
-    "covered",
-    "covered_visible",
-    "episode_success",
-    "latency_s",
-    "failure",
-    "usage_prompt_tokens",
-    "usage_completion_tokens",
-    "retriever_prompt_tokens",
-    "retriever_output_tokens",
-    "output_tokens",
-]
+# the columns of a run with no answered step
+EMPTY_COLUMNS = ["step_id", "reducer", "tokens_before", "tokens_after", "reduction",
+                 "reduction_chars", "reduction_lines", "target_status", "covered",
+                 "covered_visible", "episode_success", "latency_s", "failure",
+                 "usage_prompt_tokens", "usage_completion_tokens", "retriever_prompt_tokens",
+                 "retriever_output_tokens", "output_tokens"]  # fmt: skip
+
+
+# --- offline or live ------------------------------------------------------------------
 
 
 def offline() -> bool:
@@ -70,9 +64,7 @@ def offline() -> bool:
     env = current()
     if env.offline is not None:
         return env.offline
-    if env.quick:
-        return True
-    return not _endpoint_set()
+    return True if env.quick else not _endpoint_set()
 
 
 def _endpoint_set() -> bool:
@@ -133,19 +125,22 @@ def lineretriever(
     return LineRetriever(config, **{"offline": offline(), **overrides})
 
 
-def default_steps(limit: int | None = None) -> list[Step]:
-    """The fixed default selection of validation steps (``lrlib.report.run.default_steps``), whose
-    answers ship in the cache; the first ``limit`` of them if given."""
-    from lrlib.report.run import DEFAULT_N_STEPS
-    from lrlib.report.run import default_steps as chosen
-
-    return chosen(n=limit if limit is not None else DEFAULT_N_STEPS)
+# --- what can be reduced without a model ------------------------------------------------
 
 
 def has_answers(reducer: Reducer, step: Step) -> bool:
     """True when the cache holds every answer ``reducer`` needs for ``step`` (no network):
     :meth:`~lrlib.reducers.base.Reducer.cached_steps` of one step."""
     return reducer.cached_steps([step])[0]
+
+
+def ready_steps(reducer: Reducer, steps: Sequence[Step]) -> list[Step]:
+    """The steps ``reducer`` can reduce without running a model: everything for plain
+    reducers; cached answers for LineRetriever; cached vectors for embedding retrieval.
+    Live (not :func:`offline`), every step."""
+    if not offline():
+        return list(steps)
+    return [s for s, ok in zip(steps, reducer.cached_steps(steps), strict=True) if ok]
 
 
 def safe_reduce(reducer: Reducer, step: Step) -> Reduction:
@@ -177,15 +172,6 @@ def safe_reduce(reducer: Reducer, step: Step) -> Reduction:
             failure=NO_ANSWER,
             extra={"fallback": "full", "answers": []},
         )
-
-
-def ready_steps(reducer: Reducer, steps: Sequence[Step]) -> list[Step]:
-    """The steps ``reducer`` can reduce without running a model: everything for plain
-    reducers; cached answers for LineRetriever; cached vectors for embedding retrieval.
-    Live (not :func:`offline`), every step."""
-    if not offline():
-        return list(steps)
-    return [s for s, ok in zip(steps, reducer.cached_steps(steps), strict=True) if ok]
 
 
 def evaluate_cached(
@@ -229,3 +215,245 @@ def curves_cached(steps: Sequence[Step], specs: Sequence[str]) -> tuple[pd.DataF
         if ready:
             frames.append(sweep(spec, knob, values, ready, progress=False))
     return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()), notes
+
+
+# --- LineRetriever runs -----------------------------------------------------------------
+
+
+@dataclass
+class RetrieverRun:
+    """LineRetriever results on some steps: an evaluation frame (one row per answered step,
+    as :func:`lrlib.evaluate` makes them, plus the retriever's prompt and output tokens in
+    o200k), the model, the mode, and the steps skipped for want of a cached answer."""
+
+    frame: pd.DataFrame
+    model: str
+    mode: str
+    label: str
+    n_steps: int
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def n_answered(self) -> int:
+        """Steps with results."""
+        return len(self.frame)
+
+    def median_output_tokens(self, default: float) -> float:
+        """Median o200k tokens the retriever wrote per step (``default`` with no answers)."""
+        values = self.frame["retriever_output_tokens"].dropna()
+        return float(values.median()) if len(values) else float(default)
+
+    def note(self) -> str:
+        """One line: model, mode, steps answered / skipped / fallen back (by reason)."""
+        fails = Counter(f for f in self.frame.get("failure", []) if isinstance(f, str) and f)
+        fell = sum(fails.values())
+        reasons = ", ".join(f"{k} {v}" for k, v in fails.most_common())
+        return (
+            f"{self.label}: retriever model {self.model}, {self.mode}; "
+            f"{self.n_answered} of {self.n_steps} steps answered, "
+            f"{len(self.skipped)} skipped (no cached answer)"
+            + (f", {fell} fell back to the full tree ({reasons})" if fell else "")
+        )
+
+
+def run_lineretriever(
+    steps: Sequence[Step],
+    prompt: str | None = None,
+    strategy: str = "structure",
+    answer: str = "tags",
+    label: str | None = None,
+    **overrides: Any,
+) -> RetrieverRun:
+    """Evaluate LineRetriever on ``steps``, reducing each step once: offline, only the
+    steps with cached answers (the others are counted in ``skipped``); live, every step
+    (missing answers are asked for concurrently and cached)."""
+    import pandas as pd
+
+    from lrlib.core.tokens import count_tokens
+    from lrlib.eval.evaluation import evaluate
+    from lrlib.llm.completions import chat_tokens
+
+    retriever = lineretriever(prompt, strategy, answer, **overrides)
+    reducer = _Kept(retriever)
+    label = label or f"lineretriever+{strategy}/{answer}"
+    ready = ready_steps(retriever, steps)
+    if not offline():  # every step, asked concurrently up front
+        reducer.results.update((r.step_id, r) for r in retriever.reduce_many(ready))
+    ready_ids = {s.step_id for s in ready}
+    skipped = [s.step_id for s in steps if s.step_id not in ready_ids]
+    if not ready:
+        frame = pd.DataFrame(columns=EMPTY_COLUMNS)
+    else:
+        frame = evaluate({label: reducer}, ready, progress=False)
+        prompt_tokens, output_tokens = [], []
+        for step in ready:  # the results evaluate() got: no second reduction
+            result = reducer.results[step.step_id]
+            windows = result.extra.get("windows") or [[1, len(step.axtree)]]
+            prompt_tokens.append(
+                sum(chat_tokens(retriever.messages(step, (a, b))) for a, b in windows)
+            )
+            output_tokens.append(sum(count_tokens(a) for a in result.extra.get("answers", [])))
+        frame["retriever_prompt_tokens"] = prompt_tokens
+        frame["retriever_output_tokens"] = output_tokens
+        frame["output_tokens"] = output_tokens
+        for key in ("view", "answer", "think", "history", "strategy"):
+            frame[key] = reducer.params.get(key)
+    return RetrieverRun(
+        frame, reducer.params.get("model", model_name()), mode(), label, len(steps), skipped
+    )
+
+
+class _Kept(Reducer):
+    """A LineRetriever that keeps each result by step id (and answers from it when it has
+    one), so that :func:`evaluate` and the token columns share one reduction per step."""
+
+    def __init__(self, inner: LineRetriever) -> None:
+        super().__init__(inner.encoding, **inner.params)
+        self.inner = inner
+        self.name = inner.name  # type: ignore[misc]
+        self.results: dict[str, Reduction] = {}
+
+    def select(self, step: Step) -> Output:
+        """The retriever's :meth:`~LineRetriever.select`."""
+        return self.inner.select(step)
+
+    def reduce(self, step: Step) -> Reduction:
+        """The kept result of ``step``, else the retriever's (then kept)."""
+        if step.step_id not in self.results:
+            self.results[step.step_id] = self.inner.reduce(step)
+        return self.results[step.step_id]
+
+
+def token_summary(step: Step, result: Reduction) -> str:
+    """A markdown table of token counts along the pipeline for one step."""
+    from lrlib.core.tokens import count_tokens
+
+    usage = result.usage or {}
+    answers = result.extra.get("answers") or []
+    targets = step.target_lines
+    kept = set(result.kept)
+    rows = [
+        ("original tree", f"{result.tokens_before:,}", "o200k"),
+        (
+            "retriever prompt (as the endpoint counted it)",
+            f"{usage.get('prompt_tokens') or 0:,}",
+            f"{usage.get('model', '')} tokenizer",
+        ),
+        ("retriever answer", f"{sum(count_tokens(a) for a in answers):,}", "o200k"),
+        ("reduced tree", f"{result.tokens_after:,}", "o200k"),
+        ("token reduction", f"{result.reduction:.1%}", ""),
+        ("target lines kept", f"{sum(t in kept for t in targets)}/{len(targets)}", ""),
+        ("failure / fallback", str(result.failure or "none"), ""),
+    ]
+    lines = ["| | value | unit |", "|---|---:|---|"]
+    lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    return "\n".join(lines)
+
+
+# --- prompt ablations -------------------------------------------------------------------
+
+
+def ablation_grid(
+    variants: Iterable[str],
+    history: Iterable[bool] = (True,),
+    think: Iterable[bool] = (False,),
+    answer: Iterable[str] = ("tags",),
+) -> list[dict[str, Any]]:
+    """Every combination of prompt variant and switches, each with a short ``config`` name.
+
+    >>> [g["config"] for g in ablation_grid(["paper"], (True, False))]
+    ['paper h+ t- tags', 'paper h- t- tags']
+    """
+    return [
+        {
+            "config": f"{p} h{'+' if h else '-'} t{'+' if t else '-'} {a}",
+            "switches": f"history {'on' if h else 'off'}, think {'on' if t else 'off'}, {a}",
+            "prompt": p,
+            "history": h,
+            "think": t,
+            "answer": a,
+        }
+        for p, h, t, a in product(variants, history, think, answer)
+    ]
+
+
+def prompt_token_table(steps: Sequence[Step], grid: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """Exact o200k prompt tokens of every configuration on every step (no model needed)."""
+    import pandas as pd
+
+    from lrlib.core.prompts import PromptOptions
+    from lrlib.eval.costs import retriever_prompt_tokens
+    from lrlib.report.run import DEFAULT_CONFIG
+
+    frames = []
+    for cfg in grid:
+        options = PromptOptions(
+            use_history=cfg["history"],
+            think=cfg["think"],
+            answer=cfg["answer"],
+            view=DEFAULT_CONFIG.view,
+        )
+        t = retriever_prompt_tokens(steps, cfg["prompt"], options)
+        frames.append(t.assign(**cfg).rename(columns={"retriever_prompt_tokens": "prompt_tokens"}))
+    return pd.concat(frames, ignore_index=True)
+
+
+@dataclass
+class Ablation:
+    """One summary row per configuration, the retriever model, and a note on coverage."""
+
+    summary: pd.DataFrame
+    model: str
+    note: str
+
+
+def ablation(
+    steps: Sequence[Step], grid: Sequence[dict[str, Any]], strategy: str = "structure"
+) -> Ablation:
+    """Run :func:`run_lineretriever` for every configuration of ``grid`` and summarise each:
+    reduction, target coverage, parse-failure and fallback rates, the endpoint's prompt and
+    completion tokens. The measures are *paired*: computed on the steps answered in every
+    configuration that has answers (``n_paired``), so configurations compare on the same
+    steps; ``n_answered`` counts all of a configuration's answered steps."""
+    import pandas as pd
+
+    runs = []
+    for cfg in grid:
+        think = {"max_tokens": THINK_MAX_TOKENS} if cfg["think"] else {}
+        runs.append(run_lineretriever(steps, cfg["prompt"], strategy, cfg["answer"],
+                    label=f"lineretriever ({cfg['config']})", history=cfg["history"],
+                    think=cfg["think"], **think))  # fmt: skip
+    with_answers = [r for r in runs if r.n_answered]
+    common = set.intersection(*(set(r.frame["step_id"]) for r in with_answers)) \
+        if with_answers else set()  # fmt: skip
+    rows = []
+    for cfg, run in zip(grid, runs, strict=True):
+        f = run.frame[run.frame["step_id"].isin(common)]
+        rows.append({**cfg, "n_steps": run.n_steps, "n_answered": run.n_answered,
+                     "n_paired": len(f), **_measures(f)})  # fmt: skip
+    model = runs[0].model if runs else model_name()
+    note = (
+        f"retriever model {model}, {mode()}: {len(with_answers)} of {len(grid)} configurations "
+        f"have answers (the others are skipped: no cached answer); measures are paired over "
+        f"the {len(common)} steps answered in all of them"
+    )
+    return Ablation(pd.DataFrame(rows), model, note)
+
+
+def _measures(f: pd.DataFrame) -> dict[str, float]:
+    """Summary measures of one configuration's rows (NaN when there are none)."""
+    from lrlib.eval.metrics import coverage
+
+    if not len(f):
+        keys = ("median_reduction", "coverage", "parse_failure_rate", "fallback_rate",
+                "median_prompt_tokens", "median_completion_tokens")  # fmt: skip
+        return dict.fromkeys(keys, float("nan"))
+    fail = f["failure"].fillna("").astype(str)
+    return {
+        "median_reduction": float(f["reduction"].median()),
+        "coverage": coverage(f)["coverage"],
+        "parse_failure_rate": float(fail.str.startswith("parse:").mean()),
+        "fallback_rate": float((fail != "").mean()),
+        "median_prompt_tokens": float(f["usage_prompt_tokens"].median()),
+        "median_completion_tokens": float(f["usage_completion_tokens"].median()),
+    }

@@ -1,4 +1,5 @@
-"""``lrlib run``: LineRetriever over the dataset, with a progress bar, cached and resumable.
+"""``lrlib run``: LineRetriever over the dataset or the pinned default steps, with a progress
+bar, cached and resumable; it says first what it will compute (:func:`plan`).
 
 Every answer is cached (:mod:`lrlib.llm.cache`) as soon as it arrives, so an interrupted run
 resumes where it stopped: a rerun replays the answers it already has and asks only for the
@@ -18,18 +19,22 @@ Q4_1 GGUF) for both answer modes ship in ``data/cache/llm``, so they replay inst
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from lrlib import paths
+from lrlib.core.pruning import STRATEGIES
 from lrlib.core.step import Step
 from lrlib.reducers.base import Reduction
 from lrlib.reducers.lineretriever import LineRetriever, RetrieverConfig, each
 
-# the configuration whose answers of the embedded model ship in data/cache/llm
+# the configuration whose answers of the embedded model ship in data/cache/llm; the retriever
+# of one answer mode is LineRetriever(DEFAULT_CONFIG.replace(answer=...), **client_options)
 DEFAULT_CONFIG = RetrieverConfig(
     prompt="paper",
     view="compact",
@@ -48,19 +53,9 @@ DEFAULT_N_STEPS = 40
 TICK_SECONDS = 1.0  # how often the progress bar of a run redraws while answers are awaited
 
 
-def default_reducer(answer: str = "tags", **overrides: Any) -> LineRetriever:
-    """LineRetriever in :data:`DEFAULT_CONFIG` (``overrides`` change any option, e.g.
-    ``offline=True`` to refuse to run a model, or ``strategy="remove"``; a ``client``
-    brings its own model and sampling).
-
-    >>> default_reducer("json", cache=False).params["answer"]
-    'json'
-    """
-    return LineRetriever(DEFAULT_CONFIG.replace(answer=answer), **overrides)
-
-
-def default_steps(n: int = DEFAULT_N_STEPS, split: str = DEFAULT_SPLIT) -> list[Step]:
-    """The fixed step selection of the notebooks, whose answers ship in ``data/cache/llm``.
+def default_steps(n: int | None = DEFAULT_N_STEPS, split: str | None = DEFAULT_SPLIT) -> list[Step]:
+    """The fixed step selection of the notebooks, whose answers ship in ``data/cache/llm``
+    (the first ``n`` of them; None: :data:`DEFAULT_N_STEPS`).
 
     On the shipped dataset: the ``n`` steps pinned by id in ``run_steps.json`` (the first 40
     of the validation split, in ``step_id`` order, whose prompt fits the embedded model's
@@ -74,12 +69,14 @@ def default_steps(n: int = DEFAULT_N_STEPS, split: str = DEFAULT_SPLIT) -> list[
     from lrlib.data.dataset import load_steps
     from lrlib.llm.errors import CONTEXT_TOKENS
 
+    n = DEFAULT_N_STEPS if n is None else n
     every = {s.step_id: s for s in load_steps()}
     pinned = json.loads(Path(__file__).with_name("run_steps.json").read_text())["default"]
     if split == DEFAULT_SPLIT and n <= len(pinned) and all(i in every for i in pinned[:n]):
         return [every[i] for i in pinned[:n]]
     probes = [
-        default_reducer(a, cache=False, context_tokens=CONTEXT_TOKENS) for a in DEFAULT_ANSWERS
+        LineRetriever(DEFAULT_CONFIG.replace(answer=a), cache=False, context_tokens=CONTEXT_TOKENS)
+        for a in DEFAULT_ANSWERS
     ]
     chosen = []
     for step in sorted(load_steps(split=split), key=lambda s: s.step_id):
@@ -99,7 +96,10 @@ def default_results(offline: bool = True, **overrides: Any) -> Any:
     import pandas as pd
 
     steps = default_steps()
-    reducers = [default_reducer(a, offline=offline, **overrides) for a in DEFAULT_ANSWERS]
+    reducers = [
+        LineRetriever(DEFAULT_CONFIG.replace(answer=a), offline=offline, **overrides)
+        for a in DEFAULT_ANSWERS
+    ]
     return pd.DataFrame(run_steps(steps, reducers, progress=False))
 
 
@@ -218,3 +218,238 @@ def write_table(rows: Iterable[dict[str, Any]], out: str | Path, **provenance: A
     with paths.atomic_write(out.with_name(out.name + ".provenance.json")) as f:
         f.write((meta + "\n").encode("utf-8"))
     return out
+
+
+# --- the command -----------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``lrlib run``."""
+    d = DEFAULT_CONFIG
+    sel = parser.add_argument_group("steps")
+    sel.add_argument(
+        "--default-steps",
+        action="store_true",
+        help=f"the notebooks' {DEFAULT_N_STEPS} {DEFAULT_SPLIT} steps (default_steps())",
+    )
+    from lrlib.core.prompts import list_prompts
+    from lrlib.core.pruning import list_views
+    from lrlib.eval.evaluation import add_user_files, count_arg, split_arg
+
+    sel.add_argument(
+        "--split",
+        default=argparse.SUPPRESS,  # absent: every step, or the pinned --default-steps
+        type=split_arg,
+        help="train, validation, test or all (default: all; with --default-steps, the same "
+        "rule picks that split's steps)",
+    )
+    sel.add_argument("--benchmark", default=None, help="workarena or webarena")
+    sel.add_argument(
+        "--limit",
+        type=count_arg,
+        default=None,
+        help="first N steps (by step_id; with --default-steps, the first N of them)",
+    )
+    cfg = parser.add_argument_group("retriever")
+    cfg.add_argument("--prompt", default=d.prompt, choices=list_prompts(), help="prompt variant")
+    cfg.add_argument("--view", default=d.view, choices=list_views(), help="retriever view")
+    cfg.add_argument(
+        "--answer",
+        default=DEFAULT_ANSWER,
+        choices=["tags", "json", "both"],
+        help="json: structured output under a schema (OpenAI, vLLM, llama.cpp, the embedded "
+        "model); tags: free text with <answer> tags, for endpoints without structured output",
+    )
+    cfg.add_argument(
+        "--think", action=argparse.BooleanOptionalAction, default=d.think, help="reasoning"
+    )
+    cfg.add_argument(
+        "--history", action=argparse.BooleanOptionalAction, default=d.history, help="actions"
+    )
+    cfg.add_argument("--strategy", default="structure", choices=STRATEGIES, help="pruning")
+    cfg.add_argument(
+        "--on-failure",
+        default="full",
+        help="what a failed step keeps: full, truncate (with --budget), closed (no page, one "
+        "notice line) or fallback:<reducer> (e.g. fallback:program)",
+    )
+    cfg.add_argument("--budget", type=int, default=None, help="tokens, for --on-failure truncate")
+    cfg.add_argument("--min-lines", type=int, default=3, help="fewer selected lines: a failure")
+    cfg.add_argument(
+        "--max-ranges",
+        type=int,
+        default=d.max_ranges,
+        help="structured mode: bound the schema to N ranges (0: the prompt's)",
+    )
+    llm = parser.add_argument_group("model (default: the embedded SmolLM2-135M-Instruct)")
+    llm.add_argument("--model", default=None, help="model name (or LRLIB_MODEL; default SmolLM2)")
+    llm.add_argument("--base-url", default=None, help="OpenAI-compatible URL (or OPENAI_BASE_URL)")
+    llm.add_argument("--max-tokens", type=int, default=d.max_tokens, help="answer length")
+    llm.add_argument("--temperature", type=float, default=d.temperature, help="sampling")
+    llm.add_argument("--seed", type=int, default=d.seed, help="sampling seed")
+    llm.add_argument("--concurrency", type=int, default=8, help="requests in flight")
+    llm.add_argument("--timeout", type=float, default=None, help="seconds per attempt")
+    llm.add_argument("--max-retries", type=int, default=4, help="retries on 429/5xx/timeouts")
+    llm.add_argument("--context", type=int, default=None, help="model context in tokens")
+    llm.add_argument("--offline", action="store_true", help="answers from the cache only")
+    llm.add_argument(
+        "--refresh", action="store_true", help="ask again; new answers shadow the cached ones"
+    )
+    llm.add_argument(
+        "--cache-dir",
+        default=None,
+        help="write answers here (default: .lrlib/cache/llm, reading data/cache/llm too)",
+    )
+    parser.add_argument(
+        "-o", "--out", default=None, help="results CSV (default .lrlib/results/lineretriever.csv)"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_user_files(parser)  # --prompts my_prompts.py: --prompt then lists its variants too
+
+
+def _steps(args: argparse.Namespace) -> list[Step]:
+    """The selected steps, chosen once (``plan`` and ``run`` share them)."""
+    if getattr(args, "steps", None) is not None:
+        return args.steps
+    pinned = not hasattr(args, "split")  # no --split: every step, or the pinned selection
+    args.split = getattr(args, "split", None)
+    if args.default_steps:
+        if args.benchmark:
+            raise ValueError("--default-steps takes no --benchmark (they are a fixed selection)")
+        # pinned: the selection whose answers ship; with --split the same rule picks afresh
+        steps = default_steps() if pinned else default_steps(args.limit, args.split)
+    else:
+        from lrlib.data.dataset import load_steps
+
+        steps = sorted(
+            load_steps(split=args.split, benchmark=args.benchmark), key=lambda s: s.step_id
+        )
+    args.steps = steps[: args.limit]
+    return args.steps
+
+
+# seconds per uncached answer of the embedded SmolLM2 on 2 cores: 43-68 s measured (README, "Your own model");
+# 100 s and more while other jobs load the machine
+EMBEDDED_SECONDS_PER_ANSWER = 45
+
+
+def plan(args: argparse.Namespace) -> str:
+    """One line, before any work: what ``lrlib run`` will compute, how many answers are
+    already cached (replayed at once) and how many the model must give, and roughly how
+    long that takes. Checks the endpoint and the options first."""
+    steps, reducers = _steps(args), _reducers(args)
+    client = reducers[0].client
+    endpoint = client.endpoint
+    n, modes = len(steps), len(reducers)
+    cached = sum(sum(r.cached_steps(steps)) for r in reducers)
+    new = n * modes - cached
+    where = "cache only" if args.offline else f"{endpoint.model} ({endpoint.kind})"
+    line = f"{n} steps x {modes} answer format(s) = {n * modes} answers from {where}"
+    if args.offline:
+        return line + f": {cached} cached; the other {new} fall back to the full tree"
+    if not new:
+        return line + f": all {cached} cached, replayed at once; no model is asked"
+    line += f": {cached} cached (replayed at once), {new} to ask the model"
+    return f"{line}, {model_time(client, new)}"
+
+
+def model_time(client: Any, answers: int) -> str:
+    """How long ``answers`` new answers from ``client``'s model take, in words: an estimate
+    for the embedded model on this machine, the endpoint's own time otherwise.
+
+    >>> from lrlib.llm.client import LLMClient
+    >>> model_time(LLMClient(cache=False), 4)
+    '~3 min on 2 idle cores (~45 s an answer; longer on a busy machine)'
+    """
+    endpoint = client.endpoint
+    if endpoint.kind == "embedded" and endpoint.base_url is None:
+        # the server's slots share the cores: answers take turns
+        total = duration(answers * EMBEDDED_SECONDS_PER_ANSWER)
+        return (
+            f"~{total} on 2 idle cores (~{EMBEDDED_SECONDS_PER_ANSWER} s an answer; longer on a "
+            "busy machine)"
+        )
+    return "in the endpoint's time"
+
+
+def duration(seconds: float) -> str:
+    """``"40 s"``, ``"3 min"`` or ``"9.8 h"``.
+
+    >>> duration(40), duration(200), duration(35100)
+    ('40 s', '3 min', '9.8 h')
+    """
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 90 * 60 else f"{seconds / 3600:.1f} h"
+
+
+def _reducers(args: argparse.Namespace) -> list[Any]:
+    """The LineRetriever of each answer mode, sharing one client (built once; a bad option
+    or endpoint fails here, before the plan line)."""
+    if getattr(args, "retrievers", None) is not None:
+        return args.retrievers
+    from lrlib.llm.cache import ResponseCache
+    from lrlib.llm.client import LLMClient
+
+    answers = list(DEFAULT_ANSWERS) if args.answer == "both" else [args.answer]
+    cache = ResponseCache(args.cache_dir, refresh=args.refresh) if args.cache_dir else True
+    given = vars(args)  # the options named as their client or configuration field
+    sampling = ("max_tokens", "temperature", "seed", "concurrency", "timeout", "max_retries")
+    client = LLMClient(
+        args.model,
+        args.base_url,
+        context_tokens=args.context,
+        cache=cache,
+        **{k: given[k] for k in (*sampling, "offline", "refresh")},
+    )
+    fields = ("prompt", "view", "think", "history", "strategy", "on_failure", "budget", "min_lines")
+    config = DEFAULT_CONFIG.replace(
+        max_ranges=args.max_ranges or None, **{k: given[k] for k in fields}
+    )
+    args.retrievers = [
+        LineRetriever(config.replace(answer=answer), client=client) for answer in answers
+    ]
+    return args.retrievers
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the retriever over the selected steps (each answer mode); write one table."""
+    from lrlib.llm.client import LLMError
+
+    steps, reducers = _steps(args), _reducers(args)
+    answers = [r.params["answer"] for r in reducers]
+    try:
+        rows = run_steps(steps, reducers, progress=not args.no_progress)
+    except LLMError as exc:
+        print(f"error: {exc}\nanswers received so far are cached: rerun to resume", file=sys.stderr)
+        return 1
+    out = Path(args.out) if args.out else paths.results_dir() / "lineretriever.csv"
+    params = {k: v for k, v in reducers[0].params.items() if k not in ("answer", "prompt_hash")}
+    write_table(
+        rows,
+        out,
+        **params,
+        answers=answers,
+        prompt_hashes={r.params["answer"]: r.params["prompt_hash"] for r in reducers},
+        n_steps=len(steps),
+        steps={
+            "default_steps": args.default_steps,
+            "split": args.split,
+            "benchmark": args.benchmark,
+            "limit": args.limit,
+        },
+    )
+    _summary(rows, out)
+    return 0
+
+
+def _summary(rows: list[dict[str, Any]], out: Path) -> None:
+    print(f"wrote {out} ({len(rows)} rows)")
+    for answer in dict.fromkeys(r["answer"] for r in rows):
+        part = [r for r in rows if r["answer"] == answer]
+        failed = sum(1 for r in part if r["failure"])
+        cached = sum(1 for r in part if r["from_cache"])
+        print(
+            f"  {answer}: {len(part)} steps, model {part[0]['model']}, {failed} fallbacks "
+            f"({failed / len(part):.0%}), {cached} replayed from the cache"
+        )

@@ -19,14 +19,6 @@ from lrlib.report.plots import needs_model, require_model
 if TYPE_CHECKING:
     import pandas as pd
 
-# (prefix in lrlib.eval.intervals.summary, column stem in table1, markdown title); evidence
-# coverage (information reading, lrlib.data.evidence) leads, target and horizon beside it
-_CI_COLUMNS = (
-    ("evidence", "evidence_coverage", "evidence coverage [95% CI] n"),
-    ("reduction", "median_reduction", "median reduction [95% CI] n"),
-    ("coverage", "coverage", "target coverage [95% CI] n"),
-    ("horizon3", "horizon_coverage_3", "horizon-3 coverage [95% CI] n"),
-)
 #: what the results tables bootstrap: intervals.MEASURES plus the planning horizons and the
 #: line-identity reading of evidence (columns a frame lacks are skipped)
 MEASURES = (
@@ -37,14 +29,18 @@ MEASURES = (
     ("horizon_covered_3", "mean", "horizon3"),
     ("evidence_covered_lines", "mean", "evidence_lines"),
 )
-_TITLES = (
-    ("evidence", "evidence coverage"),
-    ("reduction", "median reduction"),
-    ("coverage", "target coverage"),
-    ("horizon2", "horizon-2 coverage"),
-    ("horizon3", "horizon-3 coverage"),
-    ("evidence_lines", "evidence (line identity)"),
-)
+_TITLES = {
+    "evidence": "evidence coverage",
+    "reduction": "median reduction",
+    "coverage": "target coverage",
+    "horizon2": "horizon-2 coverage",
+    "horizon3": "horizon-3 coverage",
+    "evidence_lines": "evidence (line identity)",
+}
+# the measures table1 shows with their intervals (prefix -> stem of its _lo/_hi columns):
+# evidence coverage (information reading, lrlib.data.evidence) leads, target and horizon beside
+_TABLE1_CI = {"evidence": "evidence_coverage", "reduction": "median_reduction",
+              "coverage": "coverage", "horizon3": "horizon_coverage_3"}  # fmt: skip
 TABLE1_COLUMNS = ["reducer", "n_steps", "median_reduction", "coverage", "coverage_success",
                   "n_target", "median_latency_ms"]  # fmt: skip
 
@@ -94,6 +90,15 @@ def save_table(
     return path
 
 
+def _cell(r: Any, prefix: str) -> str:
+    """``est [lo, hi] n=steps/episodes`` of measure ``prefix`` in a row of
+    :func:`lrlib.eval.intervals.summary`."""
+    return fmt(
+        {"estimate": r[prefix], "lo": r[f"{prefix}_lo"], "hi": r[f"{prefix}_hi"],
+         "n_steps": int(r[f"{prefix}_n"]), "n_episodes": int(r[f"{prefix}_episodes"])}
+    )  # fmt: skip
+
+
 def interval_table(frame: pd.DataFrame, by: str | Sequence[str] = "reducer") -> pd.DataFrame:
     """The summary of an evaluation frame as text cells with 95% intervals and n (steps /
     episodes): evidence coverage first (the information reading), median token reduction,
@@ -118,18 +123,15 @@ def interval_table(frame: pd.DataFrame, by: str | Sequence[str] = "reducer") -> 
     for _, c in both.iterrows():
         row = {k: c[k] for k in keys}
         row["steps"] = int(c["n_steps"])
-        for prefix, title in _TITLES:
+        for prefix, title in _TITLES.items():
             if prefix in c:
-                row[title] = intervals.fmt(
-                    {"estimate": c[prefix], "lo": c[f"{prefix}_lo"], "hi": c[f"{prefix}_hi"],
-                     "n_steps": c[f"{prefix}_n"], "n_episodes": c[f"{prefix}_episodes"]}
-                )  # fmt: skip
+                row[title] = _cell(c, prefix)
         row["median latency ms"] = round(float(c["median_latency_ms"]), 2)
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def reported_numbers(path: str | Path | None = None) -> pd.DataFrame:
+def reported_numbers() -> pd.DataFrame:
     """The paper's reported numbers (``data/paper_reported.csv``, ``#`` lines are comments;
     the repository's copy when ``LRLIB_DATA_DIR`` points elsewhere).
 
@@ -138,9 +140,8 @@ def reported_numbers(path: str | Path | None = None) -> pd.DataFrame:
     """
     import pandas as pd
 
-    if path is None:
-        path = paths.data_dir() / "paper_reported.csv"
-        path = path if path.is_file() else paths.REPO_DIR / "data" / "paper_reported.csv"
+    path = paths.data_dir() / "paper_reported.csv"
+    path = path if path.is_file() else paths.REPO_DIR / "data" / "paper_reported.csv"
     return pd.read_csv(path, comment="#", skipinitialspace=True)
 
 
@@ -178,30 +179,23 @@ def table1(
     require_model(reducers, model)
     if "episode" not in frame:  # no episodes known: every step is its own cluster
         frame = frame.assign(episode=frame.get("step_id", pd.Series(range(len(frame)))))
-    s = summarize(frame)
-    if s.empty:  # no rows (e.g. no cached answers): an empty table with the right columns
-        s = pd.DataFrame(columns=[*TABLE1_COLUMNS, "evidence_coverage", "n_evidence"])
     extra_cols = ["evidence_coverage", "n_evidence", "evidence_coverage_lines",
                   "horizon_coverage_3", "n_horizon_3"]  # fmt: skip
-    for col in extra_cols:
-        if col not in s:
-            s[col] = float("nan")
-    table = s[[*TABLE1_COLUMNS, *extra_cols]].copy()
+    # no rows (e.g. no cached answers): an empty table with the right columns; NaN where
+    # the frame lacks a measure
+    table = summarize(frame).reindex(columns=[*TABLE1_COLUMNS, *extra_cols])
     ci = summary(frame, measures=MEASURES) if len(frame) else pd.DataFrame(columns=["reducer"])
     ci = ci.set_index("reducer").reindex(table["reducer"])
     shown = []
-    for prefix, col, title in _CI_COLUMNS:
+    for prefix, col in _TABLE1_CI.items():
         if f"{prefix}_lo" not in ci:
             continue
         for side in ("lo", "hi"):
             table[f"{col}_{side}"] = ci[f"{prefix}_{side}"].to_numpy()
+        title = f"{_TITLES[prefix]} [95% CI] n"
         table[title] = [
-            "" if r[prefix] != r[prefix] else fmt(
-                {"estimate": r[prefix], "lo": r[f"{prefix}_lo"], "hi": r[f"{prefix}_hi"],
-                 "n_steps": int(r[f"{prefix}_n"]), "n_episodes": int(r[f"{prefix}_episodes"])}
-            )
-            for _, r in ci.iterrows()
-        ]  # fmt: skip
+            "" if r[prefix] != r[prefix] else _cell(r, prefix) for _, r in ci.iterrows()
+        ]
         shown.append(title)
     if "cold_latency_s" in frame and len(frame):  # as if nothing were cached
         cold = frame.groupby("reducer", sort=False)["cold_latency_s"].median() * 1000
