@@ -153,14 +153,32 @@ def test_lrlib_never_imports_the_research_wing() -> None:
 
 
 def private_imports(path: Path) -> list[str]:
-    """``from lrlib.x import _name`` in ``path`` (another module's private name)."""
-    return [
-        f"{path.name}:{node.lineno} {node.module}.{a.name}"
-        for node in ast.walk(ast.parse(path.read_text()))
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(("lrlib.", "lrlab."))
-        for a in node.names
-        if a.name.startswith("_") and not a.name.startswith("__")
-    ]
+    """``from lrlib.x import _name`` in ``path``, or ``y._name`` on a name ``y`` bound by an
+    import from lrlib or lrlab (another module's private name)."""
+    tree = ast.parse(path.read_text())
+    ours = ("lrlib.", "lrlab.")
+
+    def private(name: str) -> bool:
+        return name.startswith("_") and not name.startswith("__")
+
+    found, bound = [], {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(ours):
+            for a in node.names:
+                if private(a.name):
+                    found.append(f"{path.name}:{node.lineno} {node.module}.{a.name}")
+                bound[a.asname or a.name] = f"{node.module}.{a.name}"
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith(ours) and a.asname:
+                    bound[a.asname] = a.name
+    found += [
+        f"{path.name}:{node.lineno} {bound[node.value.id]}.{node.attr}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and private(node.attr)
+        and isinstance(node.value, ast.Name) and node.value.id in bound
+    ]  # fmt: skip
+    return found
 
 
 def test_no_private_names_cross_modules(tmp_path: Path) -> None:
@@ -169,8 +187,13 @@ def test_no_private_names_cross_modules(tmp_path: Path) -> None:
     found = [hit for p in [*modules().values(), *wing] for hit in private_imports(p)]
     assert not found, "private names imported across modules:\n" + "\n".join(found)
     probe = tmp_path / "probe.py"
-    probe.write_text("def f():\n    from lrlib.core.axtree import LINE_HEAD, _x\n")
-    assert private_imports(probe) == ["probe.py:2 lrlib.core.axtree._x"]  # the checker sees it
+    probe.write_text(
+        "from lrlib.report import plots\ndef f():\n    from lrlib.core.axtree import LINE_HEAD, _x\n"
+        "    return plots._CI, plots.CI_COLUMNS\n"
+    )
+    assert private_imports(probe) == [  # the checker sees both kinds
+        "probe.py:3 lrlib.core.axtree._x", "probe.py:4 lrlib.report.plots._CI"
+    ]  # fmt: skip
 
 
 def test_the_checker_sees_a_violation_and_a_cycle() -> None:

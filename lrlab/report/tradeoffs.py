@@ -219,7 +219,7 @@ def curve_points(
     from lrlib.eval.intervals import summary
     from lrlib.eval.metrics import summarize
 
-    ci_cols = [c for c in plots._CI if c in sweeps]
+    ci_cols = [c for c in plots.CI_COLUMNS if c in sweeps]
     ev_cols = [c for c in ("evidence_lo", "evidence_hi", "evidence_n") if c in sweeps]
     rows = [
         {
@@ -250,7 +250,7 @@ def curve_points(
                 "label": "",
             }
             if ci is not None:
-                keep = (*plots._CI, "evidence_lo", "evidence_hi", "evidence_n")
+                keep = (*plots.CI_COLUMNS, "evidence_lo", "evidence_hi", "evidence_n")
                 row.update({c: ci.loc[r.reducer, c] for c in keep if c in ci})
             rows.append(row)
     return pd.DataFrame(

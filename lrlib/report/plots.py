@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 # the interval columns of a knob sweep (lrlib.eval.evaluation.sweep) that figures carry
-_CI = ("coverage_lo", "coverage_hi", "reduction_lo", "reduction_hi", "coverage_n")
+CI_COLUMNS = ("coverage_lo", "coverage_hi", "reduction_lo", "reduction_hi", "coverage_n")
 TOKEN_EDGES = (0, 1_000, 2_000, 2_500, 3_000, 4_000, 6_000, 8_000, 16_000)
 PALETTE = ("#1f5a94", "#d1495b", "#edae49", "#00798c", "#66a182", "#8d6a9f", "#2e4057",
            "#b5651d", "#7f7f7f", "#bcbd22", "#e377c2", "#17becf", "#5c3317")  # fmt: skip
