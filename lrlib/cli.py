@@ -205,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
             if exc.name != module:
                 raise
             continue  # a command whose module is not part of this checkout
+        if not (hasattr(mod, "add_arguments") and hasattr(mod, "run")):  # a broken plugin
+            print(f"lrlib: {name} skipped: {module} lacks add_arguments/run", file=sys.stderr)
+            continue
         modules[name] = mod
         command = sub.add_parser(name, help=help_text, description=help_text)
         mod.add_arguments(command)

@@ -277,3 +277,16 @@ def test_user_files_as_a_process(tmp_path):
         )
         assert done.returncode == 2 and "Traceback" not in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1 and words in done.stderr, done.stderr
+
+
+def test_a_plugin_command_without_run_is_skipped_on_one_line(capsys, tmp_path, monkeypatch):
+    (tmp_path / "half_plugin.py").write_text("def add_arguments(parser):\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(
+        "lrlib.plugins.commands", lambda: {"half": ("half_plugin", "a command with no run")}
+    )
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out, err = capsys.readouterr()
+    assert err.splitlines() == ["lrlib: half skipped: half_plugin lacks add_arguments/run"]
+    assert " half " not in out and "evaluate" in out
