@@ -48,27 +48,6 @@ def _check_stat(stat: str) -> None:
         raise ValueError(f"unknown statistic {stat!r}; choose one of: {', '.join(STATISTICS)}")
 
 
-def _weights(n_clusters: int, n_boot: int, seed: int) -> np.ndarray:
-    """(n_boot, n_clusters) multinomial draw counts: how often each cluster is resampled."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    return rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=n_boot)
-
-
-def _replicates(values: np.ndarray, clusters: np.ndarray, stat: str, w: np.ndarray) -> np.ndarray:
-    """The statistic under each replicate's cluster weights ``w`` (n_boot, n_clusters)."""
-    import numpy as np
-
-    if stat == "mean":
-        k = w.shape[1]
-        sums = np.bincount(clusters, weights=values, minlength=k)
-        counts = np.bincount(clusters, minlength=k).astype(float)
-        return mean_statistic(sums, counts)(w)
-    order = np.argsort(values, kind="stable")
-    return _sorted_medians(values[order], clusters[order], w)
-
-
 def _sorted_medians(sorted_values: np.ndarray, sorted_clusters: np.ndarray, w: np.ndarray):
     """Weighted medians of values already in (stable) value order, one per row of ``w``."""
     import numpy as np
@@ -147,12 +126,6 @@ def median_statistic(values: np.ndarray, clusters: np.ndarray) -> Any:
         )  # fmt: skip
 
     return statistic
-
-
-def _point(values: np.ndarray, stat: str) -> float:
-    import numpy as np
-
-    return float(np.mean(values) if stat == "mean" else np.median(values))
 
 
 def interval(
@@ -250,12 +223,13 @@ def _resampled(
     # replicates drawn and computed a block at a time (the same draws as all at once): the
     # weights (block x clusters) and the median's step weights (rows x steps) stay small
     # however many steps there are
-    statistic = (
-        median_statistic(v, codes) if stat == "median"
-        else (lambda w: _replicates(v, codes, stat, w))
-    )  # fmt: skip
+    if stat == "median":
+        statistic, point = median_statistic(v, codes), np.median(v)
+    else:
+        sums, counts = np.bincount(codes, weights=v, minlength=k), np.bincount(codes, minlength=k)
+        statistic, point = mean_statistic(sums, counts.astype(float)), np.mean(v)
     reps = shared_replicates(k, [statistic], n_boot, seed)[0]
-    return _point(v, stat), reps, int(v.size), int(k)
+    return float(point), reps, int(v.size), int(k)
 
 
 def bootstrap(
@@ -417,15 +391,6 @@ def summary(
     return out if out is not None else pd.DataFrame(columns=by)
 
 
-def _side_replicates(
-    frame: pd.DataFrame, value: str, stat: str, cluster: str, n_boot: int, seed: int
-) -> tuple[float, np.ndarray, int, int]:
-    import pandas as pd
-
-    v = pd.to_numeric(frame[value].astype("float64"), errors="coerce").to_numpy()
-    return _resampled(v, frame[cluster].to_numpy(), stat, n_boot, seed)
-
-
 def gap(
     frame: pd.DataFrame,
     value: str,
@@ -457,12 +422,13 @@ def gap(
     rows = []
     alpha = (1.0 - level) / 2.0
     for key, group in frame.groupby(by, sort=False):
-        ea, ra, na, ka = _side_replicates(
-            group[group[column] == a], value, stat, cluster, n_boot, seed
-        )
-        eb, rb, nb, kb = _side_replicates(
-            group[group[column] == b], value, stat, cluster, n_boot, seed + 1
-        )
+        (ea, ra, na, ka), (eb, rb, nb, kb) = (
+            _resampled(
+                pd.to_numeric(side[value].astype("float64"), errors="coerce").to_numpy(),
+                side[cluster].to_numpy(), stat, n_boot, seed + i,
+            )
+            for i, side in enumerate((group[group[column] == a], group[group[column] == b]))
+        )  # fmt: skip
         diff = ra - rb
         diff = diff[~np.isnan(diff)]
         lo, hi = (
