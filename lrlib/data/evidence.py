@@ -183,29 +183,25 @@ class _Tree:
     def subtree(self, line: int) -> range:
         return range(line, self.end[line - 1] + 1)
 
+    def scope(self, line: int) -> int:
+        """Where a field's label is looked for: its grandparent (else parent, else line 1)."""
+        ups = self.tree.ancestors(line)
+        return ups[1] if len(ups) > 1 else (ups[0] if ups else 1)
+
 
 def _options(t: _Tree, target: int, values: list[str]) -> list[list[int]]:
-    groups = []
-    roles = t.tree.roles
-    for value in values:
-        want = _norm(str(value))
-        inside = [
-            n for n in t.subtree(target) if roles[n - 1] == "option" and t.names[n - 1] == want
+    groups, inside = [], t.subtree(target)
+    for want in map(_norm, values):
+        named = [
+            n for n, r in enumerate(t.tree.roles, 1) if r == "option" and t.names[n - 1] == want
         ]
-        anywhere = inside or [
-            n
-            for n in range(1, len(t.tree) + 1)
-            if roles[n - 1] == "option" and t.names[n - 1] == want
-        ]
-        if anywhere:
-            groups.append(anywhere)
+        if named:  # inside the target's subtree, else anywhere
+            groups.append([n for n in named if n in inside] or named)
     return groups
 
 
 def _label(t: _Tree, target: int) -> list[int]:
-    ancestors = t.tree.ancestors(target)
-    scope_root = ancestors[1] if len(ancestors) > 1 else (ancestors[0] if ancestors else 1)
-    before = [n for n in t.subtree(scope_root) if n < target]
+    before = [n for n in t.subtree(t.scope(target)) if n < target]
     roles, name = t.tree.roles, t.names[target - 1]
     if name:
         return [n for n in before if t.names[n - 1] == name and roles[n - 1] not in INTERACTIVE]
@@ -420,9 +416,7 @@ def context_lines(tree: str | AxTree) -> list[list[int]]:
                 questions[group] = [group] if _has_text(names[group - 1]) else _group(t, n)
             out[n - 1] = questions.get(group, [])[:1]
         elif role in FIELDS and not _has_text(names[n - 1]):
-            ancestors = tree.ancestors(n)
-            root = ancestors[1] if len(ancestors) > 1 else (ancestors[0] if ancestors else 1)
-            for m in range(n - 1, max(root, n - CONTEXT_BACK) - 1, -1):
+            for m in range(n - 1, max(t.scope(n), n - CONTEXT_BACK) - 1, -1):
                 if roles[m - 1] in LABEL_ROLES and _has_text(names[m - 1]):
                     out[n - 1] = [m]
                     break

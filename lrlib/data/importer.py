@@ -4,9 +4,9 @@ become the rows of the recorded-observation dataset (:mod:`lrlib.data.dataset`).
 :func:`import_traces` walks an experiment folder or a tree of them (see :mod:`lrlib.data.traces`),
 keeps one row per step that has an accessibility tree, drops steps whose page is off the
 benchmark and exact duplicate (goal, tree) pairs within an episode, assigns a fixed
-train/validation/test split (test: whole task families), and writes gzipped JSON lines atomically
-(:func:`lrlib.data.dataset.write_rows`) or Parquet (:mod:`lrlib.data.store`), one episode in
-memory at a time. The schema is documented in ``data/README.md``.
+train/validation/test split (test: whole task families), and writes gzipped JSON lines or
+Parquet atomically (:func:`lrlib.data.dataset.write_row_batches`), one episode in memory at
+a time. The schema is documented in ``data/README.md``.
 
 Off-benchmark rule: every BrowserGym task starts on a page of its benchmark, so the
 *benchmark's hosts* are the URL hosts of the first observation of each of its episodes
@@ -45,8 +45,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from lrlib import runinfo
 from lrlib.data.actions import parse_action
-from lrlib.data.dataset import COLUMNS, write_rows
+from lrlib.data.dataset import COLUMNS, is_parquet, write_row_batches
 from lrlib.data.evidence import evidence_groups
 from lrlib.data.traces import Episode, RawStep, find_experiments, iter_steps, read_episode
 
@@ -140,27 +141,9 @@ def _host_group(ep: Episode) -> str:
     return ep.benchmark if ep.benchmark != "unknown" else f"unknown:{ep.source}"
 
 
-def benchmark_hosts(episodes: Iterable[Episode]) -> dict[str, set[str]]:
-    """benchmark -> hosts of the first observed page of each of its episodes.
-
-    Episodes of an unrecognised benchmark only get their own start host.
-
-    >>> ep = Episode("e", "e", "workarena", "workarena.x", 1, steps=[_example_step(0)])
-    >>> benchmark_hosts([ep])
-    {'workarena': {'dev1.service-now.com'}}
-    """
-    hosts: dict[str, set[str]] = defaultdict(set)
-    for ep in episodes:
-        first = next((h for s in ep.steps if (h := _host(s.url))), None)
-        if first:
-            hosts[_host_group(ep)].add(first)
-    return dict(hosts)
-
-
 def start_host(folder: Path, root: Path) -> tuple[str, str | None]:
     """``(host group, host)`` of an experiment folder without reading all of it: the host of
-    its first readable step with an http(s) page, as :func:`benchmark_hosts` takes it (the
-    group: :func:`_host_group`).
+    its first readable step with an http(s) page (the group: :func:`_host_group`).
 
     >>> import tempfile
     >>> root = Path(tempfile.mkdtemp())
@@ -330,7 +313,7 @@ def import_traces(
     the rows written once the splits are known (they depend on every episode). Peak memory
     is one episode's, not the dataset's. ``out``: gzipped JSON lines (``.jsonl.gz``, the
     bytes ``make data`` writes), plain ``.jsonl``, or Parquet (``.parquet``, with the
-    provenance in its metadata; :mod:`lrlib.data.store`), written atomically.
+    provenance in its metadata), written atomically (:func:`~lrlib.data.dataset.write_row_batches`).
     ``keep_rows``: also return the rows (:attr:`ImportReport.rows`); ``lrlib import-traces``
     passes False. ``progress``: a progress bar with ETA per pass (tqdm).
 
@@ -385,7 +368,10 @@ def import_traces(
                 batches: Iterable[list[dict[str, Any]]] = [report.rows]
             else:
                 batches = ([final(r) for r in b] for b in spill.batches())
-            _write(batches, Path(out), report)
+            prov = None  # JSON lines: the same bytes as ``make data`` wrote, no side file
+            if is_parquet(out):
+                prov = {**runinfo.provenance(), "source": report.root, "importer": "import-traces"}
+            write_row_batches(batches, out, provenance=prov)
             report.output = str(out)
         elif not keep_rows:
             for b in spill.batches():
@@ -400,20 +386,6 @@ def _count_tokens(rows: list[dict[str, Any]]) -> None:
 
     for r in rows:
         r["n_tokens"] = count_tokens(r["axtree_txt"])
-
-
-def _write(batches: Iterable[list[dict[str, Any]]], out: Path, report: ImportReport) -> None:
-    """JSON lines as :func:`lrlib.data.dataset.write_rows` writes them (the same bytes), or
-    Parquet with the import's provenance."""
-    from lrlib.data import store
-
-    if store.is_parquet(out):
-        from lrlib import runinfo
-
-        prov = {**runinfo.provenance(), "source": report.root, "importer": "import-traces"}
-        store.write_row_batches(batches, out, provenance=prov)
-    else:
-        write_rows((r for b in batches for r in b), out)
 
 
 class _Spill:

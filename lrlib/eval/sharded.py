@@ -5,7 +5,7 @@
 episodes (planning horizons need whole episodes) in worker processes and yields their
 frames in input order; the rows are those of a serial ``evaluate`` on the same steps
 (provenance is fixed once for the run, so only the measured latencies differ).
-:func:`evaluate_file` reads a dataset file episode by episode (:mod:`lrlib.data.store`),
+:func:`evaluate_file` reads a dataset file episode by episode (:mod:`lrlib.data.dataset`),
 writes every row to ``out`` as shards finish, and keeps in memory only what the summary
 needs (:class:`lrlib.eval.episode_stats.EpisodeStats`: sums per episode, the numbers of the
 medians): peak memory depends on the shard size, not on the trees of the whole file.
@@ -249,12 +249,12 @@ def evaluate_file(
     (``.csv``, ``.csv.gz`` or ``.parquet``); returns the summary statistics of all its
     rows, folded into :class:`~lrlib.eval.episode_stats.EpisodeStats` (per-episode sums, the
     numbers of the medians) for the summary table and its intervals."""
-    from lrlib.data import store
+    from lrlib.data import dataset
     from lrlib.eval.episode_stats import EpisodeStats
 
-    total = store.count_rows(path, split=split, benchmark=benchmark)[0]
+    total = dataset.count_rows(path, split=split, benchmark=benchmark)[0]
     total = min(total, limit) if limit is not None else total
-    episodes = store.iter_episodes(path, split=split, benchmark=benchmark, limit=limit)
+    episodes = dataset.iter_episodes(path, split=split, benchmark=benchmark, limit=limit)
     sink = _Sink(Path(out))
     stats = EpisodeStats()
     try:
