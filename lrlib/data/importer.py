@@ -47,7 +47,7 @@ from urllib.parse import urlsplit
 
 from lrlib import runinfo
 from lrlib.data.actions import parse_action
-from lrlib.data.dataset import COLUMNS, is_parquet, write_row_batches
+from lrlib.data.dataset import COLUMNS, is_parquet, iter_row_batches, write_row_batches
 from lrlib.data.evidence import evidence_groups
 from lrlib.data.traces import Episode, RawStep, find_experiments, iter_steps, read_episode
 
@@ -322,6 +322,8 @@ def import_traces(
     """
     from tqdm.auto import tqdm
 
+    from lrlib.core.tokens import count_tokens
+
     if not 0.0 <= fraction <= 1.0:
         raise ValueError(f"validation fraction must be in [0, 1], got {fraction}")
     start = time.perf_counter()
@@ -337,7 +339,7 @@ def import_traces(
             hosts[group].add(host)
     report.hosts = {b: sorted(h) for b, h in hosts.items()}
     keys: list[dict[str, Any]] = []  # one per episode with rows: what the split needs
-    with _Spill(Path(out) if out is not None else None) as spill:
+    with _Spill(Path(out) if out is not None and not keep_rows else None) as spill:
         for folder in tqdm(folders, desc="import: episodes", **bar):
             ep = read_episode(folder, root)
             report.n_step_files += ep.n_files
@@ -346,20 +348,24 @@ def import_traces(
             report.notes += ep.notes
             if not rows:
                 continue
-            _count_tokens(rows)
+            for r in rows:
+                r["n_tokens"] = count_tokens(r["axtree_txt"])
             keys.append({k: rows[0][k] for k in ("benchmark", "task", "seed", "episode")})
-            spill.add(rows)
+            keys[-1]["n_rows"] = len(rows)
             if keep_rows:
                 report.rows += rows
+            else:
+                spill.add(rows)  # nothing without an output: the report counts the rows
         assign_split(keys, fraction)
         split = {k["episode"]: (k["family"], k["split"]) for k in keys}
+        for k in keys:
+            report.n_rows += k["n_rows"]
+            report.episodes.add(k["episode"])
+            report.per_benchmark[k["benchmark"]] += k["n_rows"]
+            report.per_split[k["split"]] += k["n_rows"]
 
         def final(row: dict[str, Any]) -> dict[str, Any]:
             row["family"], row["split"] = split[row["episode"]]
-            report.n_rows += 1
-            report.episodes.add(row["episode"])
-            report.per_benchmark[row["benchmark"]] += 1
-            report.per_split[row["split"]] += 1
             return {c: row[c] for c in COLUMNS}
 
         report.rows = [final(r) for r in report.rows]
@@ -373,27 +379,16 @@ def import_traces(
                 prov = {**runinfo.provenance(), "source": report.root, "importer": "import-traces"}
             write_row_batches(batches, out, provenance=prov)
             report.output = str(out)
-        elif not keep_rows:
-            for b in spill.batches():
-                for r in b:
-                    final(r)
     report.seconds = time.perf_counter() - start
     return report
 
 
-def _count_tokens(rows: list[dict[str, Any]]) -> None:
-    from lrlib.core.tokens import count_tokens
-
-    for r in rows:
-        r["n_tokens"] = count_tokens(r["axtree_txt"])
-
-
 class _Spill:
     """Rows set aside episode by episode until their split is known: a temporary gzipped
-    JSON-lines file beside the output (in memory when there is no output)."""
+    JSON-lines file beside the output (nothing is kept without an output)."""
 
     def __init__(self, out: Path | None) -> None:
-        self.out, self.path, self.fh, self.memory = out, None, None, []
+        self.out, self.path, self.fh = out, None, None
 
     def __enter__(self) -> _Spill:
         if self.out is not None:
@@ -402,34 +397,18 @@ class _Spill:
 
             self.out.parent.mkdir(parents=True, exist_ok=True)
             fd, name = tempfile.mkstemp(dir=self.out.parent, prefix=f".{self.out.name}.",
-                                        suffix=".rows.tmp")  # fmt: skip
+                                        suffix=".rows.tmp.gz")  # fmt: skip
             self.path = Path(name)
             self.fh = gzip.open(open(fd, "wb"), "wt", encoding="utf-8", compresslevel=1)
         return self
 
     def add(self, rows: list[dict[str, Any]]) -> None:
-        if self.fh is None:
-            self.memory.append(rows)
-            return
-        for r in rows:
+        for r in rows if self.fh is not None else ():
             self.fh.write(json.dumps(r, ensure_ascii=False) + "\n")
 
     def batches(self) -> Iterator[list[dict[str, Any]]]:
-        if self.fh is None:
-            yield from self.memory
-            return
-        import gzip
-
         self.fh.close()
-        with gzip.open(self.path, "rt", encoding="utf-8") as f:
-            batch: list[dict[str, Any]] = []
-            for line in f:
-                batch.append(json.loads(line))
-                if len(batch) >= 512:
-                    yield batch
-                    batch = []
-            if batch:
-                yield batch
+        return iter_row_batches(self.path)
 
     def __exit__(self, *exc: object) -> None:
         if self.fh is not None:

@@ -248,22 +248,16 @@ def step_costs(
     (0.8, 0.3, True)
     """
     out = frame.copy()
-    before = out["tokens_before"].astype(float)
-    prompt = (
-        out["retriever_prompt_tokens"].astype(float) if "retriever_prompt_tokens" in out else before
-    )
-    cached = (
-        out["retriever_cached_tokens"].astype(float)
-        if use_cache and "retriever_cached_tokens" in out
-        else 0.0 * before
-    )
     if output_tokens is not None:
         out["retriever_output_tokens"] = output_tokens
-    produced = (
-        out["retriever_output_tokens"].astype(float)
-        if "retriever_output_tokens" in out
-        else 0.0 * before
-    )
+    before = out["tokens_before"].astype(float)
+
+    def column(name: str, default: pd.Series) -> pd.Series:
+        return out[name].astype(float) if name in out else default
+
+    prompt = column("retriever_prompt_tokens", before)
+    cached = column("retriever_cached_tokens", 0.0 * before) if use_cache else 0.0 * before
+    produced = column("retriever_output_tokens", 0.0 * before)
     out["cost_full"] = before * agent.input / 1e6
     out["cost_retriever"] = retriever.cost(prompt, produced, cached)
     out["alpha_star_paper"] = paper_breakeven(agent, retriever)

@@ -149,36 +149,6 @@ def interval(
     return finish(est, reps, n_steps, n_clusters, level)
 
 
-def interval_from_sums(
-    sums: Sequence[float] | np.ndarray,
-    counts: Sequence[float] | np.ndarray,
-    n_boot: int = N_BOOT,
-    level: float = LEVEL,
-    seed: int = 0,
-) -> dict[str, float | int]:
-    """:func:`interval` of the mean from per-cluster sums and counts of values (clusters
-    with no value are left out; the order is the clusters' order of first appearance): the
-    same draws and the same replicates as from the values themselves, so the same interval
-    (:class:`lrlib.eval.episode_stats.EpisodeStats` folds large evaluations this way).
-
-    >>> a = interval([1, 1, 0, 1, 0, 1], ["a", "a", "b", "b", "c", "c"])
-    >>> b = interval_from_sums([2, 1, 1], [2, 2, 2])
-    >>> a == b
-    True
-    """
-    import numpy as np
-
-    s, c = np.asarray(sums, dtype=float), np.asarray(counts, dtype=float)
-    keep = c > 0
-    s, c = s[keep], c[keep]
-    k, n = int(s.size), int(c.sum())
-    if not k:
-        return {"estimate": float("nan"), "lo": float("nan"), "hi": float("nan"),
-                "n_steps": 0, "n_episodes": 0}  # fmt: skip
-    reps = shared_replicates(k, [mean_statistic(s, c)], n_boot, seed)[0] if k >= 2 else np.zeros(0)
-    return finish(float(s.sum()) / n, reps, n, k, level)
-
-
 def finish(
     est: float, reps: np.ndarray, n_steps: int, n_clusters: int, level: float = LEVEL
 ) -> dict[str, float | int]:
