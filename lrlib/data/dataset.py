@@ -31,6 +31,7 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Iterable, Iterator
+from itertools import groupby, islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -245,6 +246,15 @@ def iter_row_batches(
             yield batch
 
 
+def _rows(
+    path: str | Path, split: str | None, benchmark: str | None, columns: list[str] | None = None
+) -> Iterator[dict[str, Any]]:
+    """The rows of ``path`` of this ``split`` and ``benchmark`` (None: any), one at a time."""
+    for batch in iter_row_batches(path, columns=columns):
+        yield from (r for r in batch if (split is None or r.get("split") == split)
+                    and (benchmark is None or r.get("benchmark") == benchmark))  # fmt: skip
+
+
 def iter_episode_rows(
     path: str | Path,
     split: str | None = None,
@@ -253,25 +263,9 @@ def iter_episode_rows(
 ) -> Iterator[list[dict[str, Any]]]:
     """The rows of ``path`` grouped by episode (consecutive rows with one ``episode``),
     filtered by ``split`` / ``benchmark``, at most ``limit`` rows in all."""
-    current: list[dict[str, Any]] = []
-    n = 0
-    for batch in iter_row_batches(path):
-        for row in batch:
-            if (split is not None and row.get("split") != split) or (
-                benchmark is not None and row.get("benchmark") != benchmark
-            ):
-                continue
-            if limit is not None and n >= limit:
-                break
-            if current and row.get("episode") != current[-1].get("episode"):
-                yield current
-                current = []
-            current.append(row)
-            n += 1
-        if limit is not None and n >= limit:
-            break
-    if current:
-        yield current
+    rows = islice(_rows(path, split, benchmark), limit)
+    for _, episode in groupby(rows, key=lambda r: r.get("episode")):
+        yield list(episode)
 
 
 def iter_episodes(
@@ -301,14 +295,10 @@ def count_rows(
     True
     """
     steps, episodes, last = 0, 0, None
-    for batch in iter_row_batches(path, columns=["episode", "split", "benchmark"]):
-        for r in batch:
-            if (split is None or r["split"] == split) and (
-                benchmark is None or r["benchmark"] == benchmark
-            ):
-                steps += 1
-                if r["episode"] != last:
-                    episodes, last = episodes + 1, r["episode"]
+    for r in _rows(path, split, benchmark, columns=["episode", "split", "benchmark"]):
+        steps += 1
+        if r["episode"] != last:
+            episodes, last = episodes + 1, r["episode"]
     return steps, episodes
 
 

@@ -37,14 +37,8 @@ from lrlib.settings import current
 if TYPE_CHECKING:
     import pandas as pd
 
-PRICE_COLUMNS = (
-    "model",
-    "date",
-    "input_usd_per_mtok",
-    "cached_input_usd_per_mtok",
-    "output_usd_per_mtok",
-    "source",
-)
+PRICE_COLUMNS = ("model", "date", "input_usd_per_mtok", "cached_input_usd_per_mtok",
+                 "output_usd_per_mtok", "source")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -130,14 +124,8 @@ def get_price(model: str, prices: pd.DataFrame | None = None, on: str | None = N
             f"no price for {model!r}{f' on {on}' if on else ''}; models in the table: {valid}"
         )
     row = rows.sort_values("date").iloc[-1]
-    return Price(
-        str(row["model"]),
-        str(row["date"]),
-        float(row["input_usd_per_mtok"]),
-        float(row["cached_input_usd_per_mtok"]),
-        float(row["output_usd_per_mtok"]),
-        str(row["source"]),
-    )
+    usd = (float(row[c]) for c in PRICE_COLUMNS[2:5])  # input, cached input, output
+    return Price(str(row["model"]), str(row["date"]), *usd, str(row["source"]))
 
 
 def paper_breakeven(agent: Price, retriever: Price) -> float:

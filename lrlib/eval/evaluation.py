@@ -330,12 +330,10 @@ def curves(steps: Any, reducers: Sequence[str] | None = None, progress: bool = T
 
     steps = as_steps(steps)
     names = list(reducers) if reducers is not None else list(KNOBS)
-    frames = []
     for spec in names:
         if spec not in KNOBS:
             raise KeyError(f"no knob known for {spec!r}; reducers with knobs: {', '.join(KNOBS)}")
-        knob, values = KNOBS[spec]
-        frames.append(sweep(spec, knob, values, steps, progress=progress))
+    frames = [sweep(spec, *KNOBS[spec], steps, progress=progress) for spec in names]
     return pd.concat(frames, ignore_index=True)
 
 
