@@ -367,15 +367,9 @@ def observation_cost(
         produced = frame.get("retriever_output_tokens", 0.0 * prompt).fillna(0).astype(float)
         cost = cost + retriever.cost(prompt, produced, cached).fillna(0.0)
     if embedding is not None and "reducer" in frame:
-        is_emb = frame["reducer"].astype(str).str.startswith("embedding")
-        cost = (
-            cost
-            + is_emb
-            * frame["tokens_before"].astype(float)
-            * embedding_overlap
-            * embedding.input
-            / 1e6
-        )
+        embedded = frame["reducer"].astype(str).str.startswith("embedding")
+        tokens = embedded * frame["tokens_before"].astype(float)
+        cost = cost + tokens * embedding_overlap * embedding.input / 1e6
     return cost
 
 

@@ -48,17 +48,6 @@ def _check_stat(stat: str) -> None:
         raise ValueError(f"unknown statistic {stat!r}; choose one of: {', '.join(STATISTICS)}")
 
 
-def _sorted_medians(sorted_values: np.ndarray, sorted_clusters: np.ndarray, w: np.ndarray):
-    """Weighted medians of values already in (stable) value order, one per row of ``w``."""
-    import numpy as np
-
-    step_w = w[:, sorted_clusters].astype(float)  # (n_boot, n_steps), in value order
-    cum = np.cumsum(step_w, axis=1)
-    half = cum[:, -1:] / 2.0
-    idx = (cum < half).sum(axis=1)  # first index whose cumulative weight reaches half
-    return sorted_values[np.minimum(idx, len(sorted_values) - 1)]
-
-
 def shared_replicates(
     k: int, statistics: Sequence[Any], n_boot: int = N_BOOT, seed: int = 0
 ) -> list[np.ndarray]:
@@ -119,11 +108,13 @@ def median_statistic(values: np.ndarray, clusters: np.ndarray) -> Any:
     sorted_values, sorted_clusters = values[order], clusters[order]
     rows = max(1, _BLOCK_CELLS // max(1, values.size))
 
+    def medians(w: np.ndarray) -> np.ndarray:
+        cum = np.cumsum(w[:, sorted_clusters].astype(float), axis=1)  # step weights, in order
+        idx = (cum < cum[:, -1:] / 2.0).sum(axis=1)  # first index reaching half the weight
+        return sorted_values[np.minimum(idx, len(sorted_values) - 1)]
+
     def statistic(w: np.ndarray) -> np.ndarray:
-        return np.concatenate(
-            [_sorted_medians(sorted_values, sorted_clusters, w[i : i + rows])
-             for i in range(0, len(w), rows)]
-        )  # fmt: skip
+        return np.concatenate([medians(w[i : i + rows]) for i in range(0, len(w), rows)])
 
     return statistic
 
@@ -143,10 +134,8 @@ def interval(
     >>> round(r["estimate"], 3), r["n_steps"], r["n_episodes"], 0 <= r["lo"] <= r["hi"] <= 1
     (0.667, 6, 3, True)
     """
-
     _check_stat(stat)
-    est, reps, n_steps, n_clusters = _resampled(values, clusters, stat, n_boot, seed)
-    return finish(est, reps, n_steps, n_clusters, level)
+    return finish(*_resampled(values, clusters, stat, n_boot, seed), level)
 
 
 def finish(
