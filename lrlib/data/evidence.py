@@ -514,15 +514,6 @@ def horizon_lines(steps: Sequence[Step], k_max: int = K_MAX) -> list[list[list[i
 # ---- minimal failure sets (``lrlib mfs``) ---------------------------------------------------
 
 
-def mfs_files() -> dict[str, Path]:
-    """label -> MFS file, shipped ones first, then yours (which win)."""
-    out: dict[str, Path] = {}
-    for folder in (data_dir() / "mfs", results_dir() / "mfs"):
-        for p in sorted(folder.glob("mfs_*.jsonl")) if folder.is_dir() else ():
-            out[p.stem.removeprefix("mfs_")] = p
-    return out
-
-
 def read_sets(path: str | Path) -> dict[str, list[int]]:
     """step_id -> MFS lines of the usable steps with a non-empty set (torn lines skipped);
     where a step has several disjoint sets (``lrlib mfs --sets N``), their union: a reducer
@@ -542,9 +533,12 @@ def read_sets(path: str | Path) -> dict[str, list[int]]:
 
 def mfs_sets(step_ids: Iterable[str]) -> dict[str, dict[str, list[int]]]:
     """label -> {step_id: MFS} for the MFS files that hold at least one of ``step_ids``."""
-    ids = set(step_ids)
+    ids, files = set(step_ids), {}
+    for folder in (data_dir() / "mfs", results_dir() / "mfs"):  # shipped, then yours (they win)
+        for p in sorted(folder.glob("mfs_*.jsonl")) if folder.is_dir() else ():
+            files[p.stem.removeprefix("mfs_")] = p
     out = {}
-    for label, path in mfs_files().items():
+    for label, path in files.items():
         sets = {k: v for k, v in read_sets(path).items() if k in ids}
         if sets:
             out[label] = sets

@@ -258,15 +258,6 @@ def episode_rows(
     return rows
 
 
-def family_of(row: dict[str, Any]) -> str:
-    """A row's task family: its task name (``workarena.servicenow.order-ipad-pro``).
-
-    >>> family_of({"task": "webarena.210", "episode": "e"})
-    'webarena.210'
-    """
-    return str(row.get("task") or row["episode"])
-
-
 def assign_split(
     rows: list[dict[str, Any]],
     fraction: float = VALIDATION_FRACTION,
@@ -291,7 +282,7 @@ def assign_split(
             taken += len(bench_groups[key])
     test = set(test_families)
     for r in rows:
-        r["family"] = family_of(r)
+        r["family"] = str(r.get("task") or r["episode"])  # its task (else its episode)
         if r["family"] in test:
             r["split"] = "test"
         else:

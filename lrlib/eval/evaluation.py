@@ -256,8 +256,9 @@ def evaluate(reducers: Any, steps: Any, progress: bool = True) -> Any:
     :func:`lrlib.eval.metrics.step_metrics` (planning horizons from the episodes among
     ``steps``: pass whole episodes), latency (``cold_latency_s``: as if nothing were
     cached), failures, token usage, MFS coverage where minimal failure sets exist for the
-    steps (``mfs_<policy>``: the whole set kept; :mod:`lrlib.data.evidence`), and provenance (``lrlib_version``, ``git_commit``,
-    ``created``, ``model``, ``prompt``, ``prompt_hash``, ``params`` as JSON).
+    steps (``mfs_<policy>``: the whole set kept; :mod:`lrlib.data.evidence`), and provenance
+    (``lrlib_version``, ``git_commit``, ``created``, ``model``, ``prompt``, ``prompt_hash``,
+    ``params`` as JSON).
     """
     import pandas as pd
     from tqdm.auto import tqdm

@@ -38,9 +38,7 @@ as ``evidence_covered_lines``. On steps with a target, either is at most target 
 **Planning-horizon coverage** (``horizon_covered_<k>``, k = 1..3,
 :mod:`lrlib.data.evidence`): whether the elements the recorded agent acts on in this and
 the next k - 1 recorded steps, *those already on the current page*, are all kept verbatim;
-k = 1 is target coverage. It can say that a reducer drops what the recorded path needs
-soon; it cannot say that the agent needs it (another path may do without), nor credit
-elements that appear only later.
+k = 1 is target coverage (what it can and cannot say: :mod:`lrlib.data.evidence`).
 
 >>> from lrlib.core.step import Step
 >>> s = Step(goal="g", tree="RootWebArea 'r'\\n\\t[7] button 'Go'", target_bids=("7",))
