@@ -20,10 +20,10 @@ and after), then every figure as JSON.
 Stages (``--stages``, comma-separated; all by default), each in its own process:
 
 - ``import``: the shipped steps replicated to ``--steps`` (episode names suffixed ``~k``,
-  so every copy is its own episode), written with :func:`lrlib.data.store.write_row_batches`
+  so every copy is its own episode), written with :func:`lrlib.data.dataset.write_row_batches`
   (Parquet, an episode batch at a time), as ``lrlib import-traces -o x.parquet`` writes.
 - ``read``: the whole file read back episode by episode as Step objects
-  (:func:`lrlib.data.store.iter_episodes`): the memory of the streaming read.
+  (:func:`lrlib.data.dataset.iter_episodes`): the memory of the streaming read.
 - ``evaluate``: ``lrlib evaluate --data <file> --split all --reducers 'program;learned;bm25'
   --out rows.parquet`` in this stage's process (the plan line, the sharded evaluation on
   every core or ``--jobs`` with its progress bar on stderr, the summary table with its
@@ -60,7 +60,7 @@ _STATS_COLUMNS = ["reducer", "episode", "target_status", "evidence_status", "epi
 
 
 def stage_import(args: argparse.Namespace) -> dict:
-    from lrlib.data import dataset, store
+    from lrlib.data import dataset
 
     rows = dataset.read_rows()
     episodes: dict[str, list[dict]] = {}
@@ -80,15 +80,15 @@ def stage_import(args: argparse.Namespace) -> dict:
                     return
             k += 1
 
-    store.write_row_batches(batches(), args.data, provenance={"benchmark": "bench_scale"})
-    return {"steps": store.count_rows(args.data)[0], "bytes": Path(args.data).stat().st_size}
+    dataset.write_row_batches(batches(), args.data, provenance={"benchmark": "bench_scale"})
+    return {"steps": dataset.count_rows(args.data)[0], "bytes": Path(args.data).stat().st_size}
 
 
 def stage_read(args: argparse.Namespace) -> dict:
-    from lrlib.data import store
+    from lrlib.data import dataset
 
     n = eps = 0
-    for ep in store.iter_episodes(args.data):
+    for ep in dataset.iter_episodes(args.data):
         n += len(ep)
         eps += 1
     return {"steps": n, "episodes": eps}

@@ -664,7 +664,7 @@ def main() -> int:
     parser.add_argument("-o", "--out", type=Path, default=OUT)
     parser.add_argument("--jobs", type=int, default=1, help="builds side by side (default 1)")
     args = parser.parse_args()
-    from lrlib.data.dataset import COLUMNS, write_rows
+    from lrlib.data.dataset import COLUMNS, write_row_batches
 
     start = time.perf_counter()
     tasks = [t for t in args.tasks.split(",") if t]
@@ -687,7 +687,7 @@ def main() -> int:
     print(f"{len(rows)} steps from {kept}/{len(outcome)} verified episodes, "
           f"{len({r['family'] for r in rows})} task types, {time.perf_counter() - start:.0f} s")  # fmt: skip
     if rows:
-        write_rows(rows, args.out)
+        write_row_batches([rows], args.out)
         print(f"written: {args.out}")
     return 0 if rows else 1
 

@@ -20,7 +20,7 @@
 #   counted;
 # * **horizon-k coverage** (k = 2, 3): the elements the recorded agent acts on in this and
 #   the next k - 1 recorded steps that are already on the current page, all kept
-#   (`lrlib.data.horizon`; k = 1 is target coverage). The recorded path is one of many: a
+#   (`lrlib.data.evidence`; k = 1 is target coverage). The recorded path is one of many: a
 #   miss says the reducer hid what this agent went on to use, not that every agent needs it.
 #
 # Every reducer registered in lrlib runs on two splits (`data/README.md`, "Splits"):

@@ -188,7 +188,7 @@ def test_submit_after_a_radio_needs_the_ticked_radio(state_steps):
 
 
 def test_read_sets_joins_every_set_of_a_step(tmp_path):
-    from lrlib.data.mfs_sets import read_sets
+    from lrlib.data.evidence import read_sets
 
     path = tmp_path / "mfs_x.jsonl"
     rows = [{"step_id": "a", "usable": True, "mfs": [4], "sets": [[4], [9, 2]]},
@@ -245,7 +245,7 @@ def test_mfs_command_every_set_joins_evaluate_as_their_union(tmp_path, monkeypat
     frame = evaluate(["full"], steps, progress=False)
     assert frame["mfs_scripted"].tolist() == [True]
     # a reducer that keeps only the first set does not cover the step
-    from lrlib.data.mfs_sets import mfs_covered, mfs_sets
+    from lrlib.data.evidence import mfs_covered, mfs_sets
 
     sets = mfs_sets([several[0]["step_id"]])
     assert not mfs_covered(sets, several[0]["step_id"], several[0]["mfs"])["mfs_scripted"]

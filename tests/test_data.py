@@ -367,17 +367,17 @@ def test_write_is_atomic(tmp_path, rows, monkeypatch):
     out = tmp_path / "obs.jsonl.gz"
     out.write_bytes(b"previous version")
 
-    def interrupted(rows_, f):
+    def interrupted(batches, f):
         f.write(b'{"partial": ')
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(data, "_dump", interrupted)
+    monkeypatch.setattr(data, "_write_json_lines", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        data.write_rows(rows[:3], out)
+        data.write_row_batches([rows[:3]], out)
     assert out.read_bytes() == b"previous version"
     assert [p.name for p in tmp_path.iterdir()] == ["obs.jsonl.gz"]  # no temp file left
     monkeypatch.undo()
-    data.write_rows(rows[:3], out)
+    data.write_row_batches([rows[:3]], out)
     assert data.read_rows(out) == json.loads(json.dumps(rows[:3]))
 
 

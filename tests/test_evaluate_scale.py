@@ -102,7 +102,7 @@ def test_without_a_backend_plugin_small_runs_and_large_says_what_to_install(
     """No plugin declares EVALUATE_BACKEND: the in-memory path as before; --jobs, --backend
     and a large selection stop on one line naming the research wing."""
     from lrlib import plugins
-    from lrlib.data import dataset, store
+    from lrlib.data import dataset
 
     monkeypatch.setattr(plugins, "plugins", lambda: ())
     assert plugins.evaluate_backend() is None
@@ -123,7 +123,7 @@ def test_without_a_backend_plugin_small_runs_and_large_says_what_to_install(
     rows = dataset.read_rows()
     big = tmp_path / "big.parquet"
     copies = [[dict(r, episode=f"{r['episode']}-{k}") for r in rows] for k in range(3)]
-    store.write_row_batches(copies, big)
+    dataset.write_row_batches(copies, big)
     n = 3 * len(rows)
     assert main(["evaluate", "--data", str(big), "--split", "all", "--reducers", "full"]) == 2
     err = capsys.readouterr().err.splitlines()

@@ -1,5 +1,5 @@
 """Evidence coverage as information (lrlib.data.evidence.readable) and planning-horizon
-coverage (lrlib.data.horizon), on hand-made steps for every group kind and on the
+coverage (lrlib.data.evidence.horizon_lines), on hand-made steps for every group kind and on the
 recorded steps."""
 
 from __future__ import annotations
@@ -9,8 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lrlib.core.step import Step
-from lrlib.data.evidence import KINDS, readable, typed_groups
-from lrlib.data.horizon import horizon_lines
+from lrlib.data.evidence import KINDS, horizon_lines, readable, typed_groups
 from lrlib.eval.metrics import covers, covers_evidence, step_metrics, typed_evidence
 
 FORM = (

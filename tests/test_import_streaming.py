@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lrlib.cli import main
-from lrlib.data import dataset, importer, store
+from lrlib.data import dataset, importer
 
 
 @pytest.fixture(scope="module")
@@ -38,9 +38,9 @@ def test_parquet_output_holds_the_same_rows_and_provenance(
 ) -> None:
     out = tmp_path / "obs.parquet"
     assert main(["import-traces", str(traces_dir), "-o", str(out), "-q"]) == 0
-    rows = [r for batch in store.iter_row_batches(out) for r in batch]
+    rows = [r for batch in dataset.iter_row_batches(out) for r in batch]
     assert rows == dataset.read_rows(streamed)
-    assert store.read_provenance(out)["source"] == str(traces_dir)
+    assert dataset.read_provenance(out)["source"] == str(traces_dir)
     assert dataset.load_steps(path=out, split="validation")  # readable as steps
 
 

@@ -230,7 +230,7 @@ def test_notebooks_run_on_another_dataset_with_nothing_cached(tmp_path, monkeypa
     rows = [r for r in data.read_rows() if r["split"] == "train"][:40]
     for r in rows:  # other steps: other prompts, so nothing in the shipped cache matches
         r["split"], r["goal"] = "validation", r["goal"] + " (my own run)"
-    data.write_rows(rows, tmp_path / "mine" / "observations.jsonl.gz")
+    data.write_row_batches([rows], tmp_path / "mine" / "observations.jsonl.gz")
     monkeypatch.setenv("LRLIB_DATA_DIR", str(tmp_path / "mine"))
     monkeypatch.setenv("LRLIB_FIGURES_DIR", str(tmp_path / "figures"))
     monkeypatch.setenv("LRLIB_OFFLINE", "1")

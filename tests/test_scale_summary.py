@@ -3,7 +3,6 @@ same table, the same intervals, as from the whole frame, whichever way the rows 
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
@@ -86,19 +85,3 @@ def test_any_split_of_the_rows_gives_the_same_intervals(episodes, cut) -> None:
         intervals.summary(stats, n_boot=200), intervals.summary(frame, n_boot=200),
         check_exact=True,
     )  # fmt: skip
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), min_size=1, max_size=30))
-def test_interval_from_sums_is_the_interval_of_the_values(pairs) -> None:
-    values, clusters = [], []
-    for i, (ones, zeros) in enumerate(pairs):
-        values += [1.0] * ones + [0.0] * zeros
-        clusters += [i] * (ones + zeros)
-    sums = [float(o) for o, _ in pairs]
-    counts = [float(o + z) for o, z in pairs]
-    got = intervals.interval_from_sums(sums, counts, n_boot=300)
-    want = intervals.interval(np.array(values), np.array(clusters), n_boot=300)
-    assert got.keys() == want.keys()
-    for k in got:
-        assert got[k] == want[k] or (got[k] != got[k] and want[k] != want[k]), k

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from lrlab.scale import sharded
-from lrlib.data import dataset, store
+from lrlib.data import dataset
 from lrlib.eval.evaluation import evaluate
 from lrlib.report.tables import interval_table
 
@@ -106,11 +106,11 @@ def test_episodes_are_pulled_as_workers_need_them(steps: list) -> None:
 def test_store_groups_contiguous_episodes(tmp_path: Path) -> None:
     rows = dataset.read_rows()
     p = tmp_path / "obs.parquet"
-    store.write_row_batches([rows[:100], rows[100:]], p)
-    eps = list(store.iter_episode_rows(p))
+    dataset.write_row_batches([rows[:100], rows[100:]], p)
+    eps = list(dataset.iter_episode_rows(p))
     assert [r for ep in eps for r in ep] == rows
     assert all(len({r["episode"] for r in ep}) == 1 for ep in eps)
-    assert store.count_rows(p) == (len(rows), len(eps))
+    assert dataset.count_rows(p) == (len(rows), len(eps))
     assert dataset.load_steps(path=p)[5].step_id == rows[5]["step_id"]
 
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from lrlab.scale import weblinx
 from lrlib.cli import main
-from lrlib.data import store
+from lrlib.data import dataset
 from lrlib.data.dataset import COLUMNS, load_steps
 
 FIXTURE = Path(__file__).parent / "fixtures" / "weblinx_bg"
@@ -54,7 +54,7 @@ def test_fixture_has_the_release_layout() -> None:
 
 
 def test_rows_carry_licence_targets_and_history(imported: Path) -> None:
-    rows = [r for b in store.iter_row_batches(imported) for r in b]
+    rows = [r for b in dataset.iter_row_batches(imported) for r in b]
     assert set(COLUMNS) <= set(rows[0])
     assert {r["licence"] for r in rows} == {"CC BY-NC-SA 4.0"}
     assert all("weblinx-browsergym" in r["attribution"] for r in rows)
@@ -68,15 +68,15 @@ def test_rows_carry_licence_targets_and_history(imported: Path) -> None:
     assert click["goal"].startswith('user: Enter the username "')
     say = by_id["weblinx.mwloginusr.4"]
     assert say["action_name"] == "send_msg_to_user" and say["target_lines"] == []
-    prov = store.read_provenance(imported)
+    prov = dataset.read_provenance(imported)
     assert prov["licence"] == "CC BY-NC-SA 4.0" and prov["results_name"] == "WebLINX-BG"
-    assert json.loads(store.provenance_path(imported).read_text())["licence"] == "CC BY-NC-SA 4.0"
+    assert json.loads(dataset.provenance_path(imported).read_text())["licence"] == "CC BY-NC-SA 4.0"
 
 
 def test_parquet_and_json_lines_hold_the_same_rows(imported: Path, tmp_path: Path) -> None:
     weblinx.import_weblinx(FIXTURE, tmp_path / "w.jsonl.gz")
-    a = [r for b in store.iter_row_batches(imported) for r in b]
-    b = [r for bt in store.iter_row_batches(tmp_path / "w.jsonl.gz") for r in bt]
+    a = [r for b in dataset.iter_row_batches(imported) for r in b]
+    b = [r for bt in dataset.iter_row_batches(tmp_path / "w.jsonl.gz") for r in bt]
     assert a == b
 
 

@@ -76,13 +76,12 @@ def _path(args: argparse.Namespace) -> Path:
 
 def _counts(args: argparse.Namespace) -> tuple[int, int]:
     if getattr(args, "counts", None) is None:
-        from lrlib.data import store
-        from lrlib.data.dataset import missing_dataset
+        from lrlib.data.dataset import count_rows, missing_dataset
 
         path = _path(args)
         if not path.is_file():
             raise FileNotFoundError(missing_dataset(path))
-        n, eps = store.count_rows(path, split=args.split, benchmark=args.benchmark)
+        n, eps = count_rows(path, split=args.split, benchmark=args.benchmark)
         if args.limit is not None:
             n = min(n, args.limit)
         if not n:

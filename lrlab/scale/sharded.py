@@ -5,7 +5,7 @@
 episodes (planning horizons need whole episodes) in worker processes and yields their
 frames in input order; the rows are those of a serial ``evaluate`` on the same steps
 (provenance is fixed once for the run, so only the measured latencies differ).
-:func:`evaluate_file` reads a dataset file episode by episode (:mod:`lrlib.data.store`),
+:func:`evaluate_file` reads a dataset file episode by episode (:mod:`lrlib.data.dataset`),
 writes every row to ``out`` as shards finish, and keeps in memory only what the summary
 needs (:class:`lrlab.scale.episode_stats.EpisodeStats`: sums per episode, the numbers of the
 medians): peak memory depends on the shard size, not on the trees of the whole file.
@@ -250,11 +250,11 @@ def evaluate_file(
     rows, folded into :class:`~lrlab.scale.episode_stats.EpisodeStats` (per-episode sums, the
     numbers of the medians) for the summary table and its intervals."""
     from lrlab.scale.episode_stats import EpisodeStats
-    from lrlib.data import store
+    from lrlib.data import dataset
 
-    total = store.count_rows(path, split=split, benchmark=benchmark)[0]
+    total = dataset.count_rows(path, split=split, benchmark=benchmark)[0]
     total = min(total, limit) if limit is not None else total
-    episodes = store.iter_episodes(path, split=split, benchmark=benchmark, limit=limit)
+    episodes = dataset.iter_episodes(path, split=split, benchmark=benchmark, limit=limit)
     sink = _Sink(Path(out))
     stats = EpisodeStats()
     try:

@@ -333,7 +333,7 @@ def import_weblinx(
     ...
     FileNotFoundError: no WebLINX-BG metadata.json in /nonexistent; download the release first (docs/weblinx.md)
     """
-    from lrlib.data.store import write_row_batches
+    from lrlib.data.dataset import write_row_batches
 
     start = time.perf_counter()
     report = WeblinxReport(root=str(root))

@@ -107,10 +107,6 @@ def extract_code(raw: str | None) -> str | None:
     return code or None
 
 
-def _literal(node: ast.expr) -> object:
-    return ast.literal_eval(node)  # raises ValueError/TypeError/... for non-literals
-
-
 def _call(node: ast.stmt) -> tuple[str, str, tuple[str, ...]]:
     """(name, canonical text, bids) of one statement ``name(literal, ..., k=literal)``."""
     if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)):
@@ -123,8 +119,8 @@ def _call(node: ast.stmt) -> tuple[str, str, tuple[str, ...]]:
     ):
         raise ValueError("starred arguments")
     name = call.func.id
-    args = [_literal(a) for a in call.args]
-    kwargs = {k.arg: _literal(k.value) for k in call.keywords}
+    args = [ast.literal_eval(a) for a in call.args]  # ValueError/TypeError...: not a literal
+    kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
     text = ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
     bids = []
     for i, param in enumerate(BID_PARAMS.get(name, ())):

@@ -1,20 +1,37 @@
 """The recorded-observation dataset file: where it lives, its schema (:data:`COLUMNS`), its
-format (JSON lines, gzipped) and loading it back.
+formats, and reading and writing it whole or in pieces.
 
 :func:`load_observations` reads the file into a DataFrame; :func:`load_steps` into
-:class:`lrlib.core.step.Step` objects; :func:`read_rows` and :func:`write_rows` read and write
-the raw rows. The file is built by :mod:`lrlib.data.importer` (``lrlib import-traces``). The
-schema is documented in ``data/README.md``.
+:class:`lrlib.core.step.Step` objects; :func:`read_rows` reads the raw rows. The file is
+built by :mod:`lrlib.data.importer` (``lrlib import-traces``). The schema is documented in
+``data/README.md``.
+
+A dataset can hold more steps than fit in memory. :func:`write_row_batches` writes batches
+of rows (one episode, say) as they come; :func:`iter_row_batches` reads a file back a batch
+at a time and :func:`iter_episodes` groups its rows into episodes (an episode's rows are
+contiguous, as the importers write them), so that peak memory depends on the largest
+episode, not on the file. Formats: gzipped JSON lines (the shipped
+``data/observations.jsonl.gz``), plain JSON lines, and Parquet (via pyarrow) for large
+sets: a fixed schema (:data:`_TYPES`), compressed columns, row groups read one by one, and
+the provenance (licence included) in the file's own metadata. Any format's provenance is
+also written next to it, as ``<file>.provenance.json``.
 
 >>> default_path().name, SPLITS
 ('observations.jsonl.gz', ('train', 'validation', 'test'))
+>>> import tempfile
+>>> p = Path(tempfile.mkdtemp()) / "x.parquet"
+>>> _ = write_row_batches([[{"step_id": "a", "episode": "e"}], [{"step_id": "b", "episode": "f"}]],
+...                       p, provenance={"licence": "CC0"})
+>>> [[r["step_id"] for r in b] for b in iter_row_batches(p)], read_provenance(p)["licence"]
+([['a', 'b']], 'CC0')
 """
 
 from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from itertools import groupby, islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +39,7 @@ from lrlib import paths
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
     from lrlib.core.step import Step
 
@@ -34,6 +52,18 @@ COLUMNS = [
     "episode_error", "has_summary", "duplicate_steps", "source", "n_lines", "n_chars", "n_tokens",
 ]  # fmt: skip
 _NULLABLE_TEXT = ("action", "action_name", "episode_error")
+BATCH_ROWS = 512  # rows per Parquet row group / per batch read (2048: +50 MB to read one)
+PARQUET_SUFFIXES = (".parquet", ".pq")
+_TYPES = {
+    "step_id": "string", "episode": "string", "benchmark": "string", "task": "string",
+    "family": "string", "seed": "int64", "step": "int64", "split": "string", "goal": "string",
+    "url": "string", "axtree_txt": "string", "action": "string", "action_name": "string",
+    "action_bids": "list<string>", "history": "list<string>", "target_lines": "list<int64>",
+    "evidence_lines": "list<list<int64>>", "user_followups": "list<string>",
+    "last_action_error": "string", "episode_reward": "double", "episode_success": "bool",
+    "episode_error": "string", "has_summary": "bool", "duplicate_steps": "list<int64>",
+    "source": "string", "n_lines": "int64", "n_chars": "int64", "n_tokens": "int64",
+}  # fmt: skip
 
 
 def default_path() -> Path:
@@ -43,54 +73,6 @@ def default_path() -> Path:
     'observations.jsonl.gz'
     """
     return paths.data_dir() / DEFAULT_NAME
-
-
-def write_rows(rows: Iterable[dict[str, Any]], out: str | Path) -> Path:
-    """Write rows as JSON lines (gzip when ``out`` ends in ``.gz``), atomically.
-
-    The bytes depend only on the rows (gzip header without time or name), so rebuilding
-    an unchanged dataset gives an identical file. A temporary file in the same folder is
-    renamed over ``out`` at the end: an interrupted write leaves no partial file.
-
-    >>> import tempfile
-    >>> p = write_rows([{"a": 1}], Path(tempfile.mkdtemp()) / "x.jsonl.gz")
-    >>> gzip.decompress(p.read_bytes())
-    b'{"a":1}\\n'
-    """
-    out = Path(out)
-    with paths.atomic_write(out) as raw:
-        if out.name.endswith(".gz"):
-            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
-                _dump(rows, gz)
-        else:
-            _dump(rows, raw)
-    return out
-
-
-def _dump(rows: Iterable[dict[str, Any]], f: Any) -> None:
-    for row in rows:
-        line = json.dumps(row, ensure_ascii=False, separators=(",", ":"))
-        f.write(line.encode("utf-8") + b"\n")
-
-
-def read_rows(path: str | Path | None = None) -> list[dict[str, Any]]:
-    """The raw rows (dicts) of a dataset file (default: the shipped one).
-
-    >>> rows = read_rows()
-    >>> len(rows) > 0 and set(COLUMNS) <= set(rows[0])
-    True
-    """
-    path = Path(path) if path is not None else default_path()
-    if not path.is_file():
-        raise FileNotFoundError(missing_dataset(path))
-    from lrlib.data import store
-
-    if store.is_parquet(path):  # a columnar file (lrlib import-weblinx, large sets)
-        return [row for batch in store.iter_row_batches(path) for row in batch]
-    data = path.read_bytes()
-    if path.name.endswith(".gz"):
-        data = gzip.decompress(data)
-    return [json.loads(line) for line in data.splitlines() if line.strip()]
 
 
 def missing_dataset(path: Path) -> str:
@@ -108,6 +90,231 @@ def missing_dataset(path: Path) -> str:
     )
 
 
+def is_parquet(path: str | Path) -> bool:
+    """True for a ``.parquet`` (or ``.pq``) file name.
+
+    >>> is_parquet("a/observations.parquet"), is_parquet("observations.jsonl.gz")
+    (True, False)
+    """
+    return Path(path).suffix in PARQUET_SUFFIXES
+
+
+def _arrow_type(name: str) -> pa.DataType:
+    import pyarrow as pa
+
+    simple = {"string": pa.string(), "int64": pa.int64(), "double": pa.float64(),
+              "bool": pa.bool_()}  # fmt: skip
+    if name in simple:
+        return simple[name]
+    return pa.list_(_arrow_type(name[5:-1]))  # "list<...>"
+
+
+def schema_for(columns: Iterable[str]) -> pa.Schema:
+    """The Parquet schema of these columns: the dataset's own types (:data:`_TYPES`), text
+    for any other column (``licence``, ``weblinx_split``...).
+
+    >>> str(schema_for(["step", "licence"]).types)
+    '[DataType(int64), DataType(string)]'
+    """
+    import pyarrow as pa
+
+    return pa.schema([(c, _arrow_type(_TYPES.get(c, "string"))) for c in columns])
+
+
+def provenance_path(path: str | Path) -> Path:
+    """Where a dataset file's provenance is written beside it.
+
+    >>> provenance_path("d/obs.parquet").name
+    'obs.parquet.provenance.json'
+    """
+    path = Path(path)
+    return path.with_name(path.name + ".provenance.json")
+
+
+def read_provenance(path: str | Path) -> dict[str, Any]:
+    """The provenance written with a dataset file (empty when there is none)."""
+    side = provenance_path(path)
+    if side.is_file():
+        return json.loads(side.read_text(encoding="utf-8"))
+    if is_parquet(path):
+        import pyarrow.parquet as pq
+
+        meta = pq.read_schema(path).metadata or {}
+        raw = meta.get(b"lrlib.provenance")
+        return json.loads(raw) if raw else {}
+    return {}
+
+
+def write_row_batches(
+    batches: Iterable[list[dict[str, Any]]],
+    out: str | Path,
+    provenance: dict[str, Any] | None = None,
+) -> Path:
+    """Write batches of rows to ``out`` as they come (Parquet for ``.parquet``, gzipped JSON
+    lines for ``.gz``, JSON lines otherwise). The first batch fixes the Parquet columns
+    (later rows must have the same keys; no row: an empty file). ``provenance`` goes into
+    the Parquet metadata and ``<out>.provenance.json``.
+
+    JSON lines depend only on the rows (gzip header without time or name), so rebuilding
+    an unchanged dataset gives an identical file. The write is atomic: a temporary file in
+    the same folder is renamed over ``out`` at the end, so an interrupted write leaves no
+    partial file.
+
+    >>> import tempfile
+    >>> p = write_row_batches([[{"a": 1}]], Path(tempfile.mkdtemp()) / "x.jsonl.gz")
+    >>> gzip.decompress(p.read_bytes())
+    b'{"a":1}\\n'
+    """
+    out = Path(out)
+    prov = json.dumps(provenance or {}, sort_keys=True, default=str)
+    with paths.atomic_write(out) as raw:
+        if is_parquet(out):
+            _write_parquet(batches, raw, prov)
+        elif out.name.endswith(".gz"):
+            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
+                _write_json_lines(batches, gz)
+        else:
+            _write_json_lines(batches, raw)
+    if provenance is not None:
+        with paths.atomic_write(provenance_path(out)) as f:
+            f.write(json.dumps(provenance, indent=1, sort_keys=True, default=str).encode())
+    return out
+
+
+def _write_json_lines(batches: Iterable[list[dict[str, Any]]], f: Any) -> None:
+    for batch in batches:
+        for row in batch:
+            f.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+
+
+def _write_parquet(batches: Iterable[list[dict[str, Any]]], raw: Any, prov: str) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    writer = None
+    pending: list[dict[str, Any]] = []
+    schema = None
+    try:
+        for batch in batches:
+            if schema is None and batch:
+                schema = schema_for(batch[0]).with_metadata({"lrlib.provenance": prov})
+                writer = pq.ParquetWriter(raw, schema, compression="zstd")
+            pending += batch
+            if writer is not None and len(pending) >= BATCH_ROWS:
+                writer.write_table(pa.Table.from_pylist(pending, schema=schema))
+                pending = []
+        if writer is not None and pending:
+            writer.write_table(pa.Table.from_pylist(pending, schema=schema))
+    finally:
+        if writer is not None:
+            writer.close()
+
+
+def iter_row_batches(
+    path: str | Path, columns: list[str] | None = None, batch_rows: int = BATCH_ROWS
+) -> Iterator[list[dict[str, Any]]]:
+    """The rows of a dataset file, ``batch_rows`` (about) at a time, as plain dicts with
+    lists (the same values whichever the format). ``columns``: only these (Parquet reads
+    only them from disk)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no dataset at {path}")
+    if is_parquet(path):
+        import pyarrow.parquet as pq
+
+        # row group by row group (``iter_batches`` kept growing pyarrow's allocations:
+        # +250 MB over a million steps; this stays flat)
+        with pq.ParquetFile(path) as f:
+            for i in range(f.num_row_groups):
+                table = f.read_row_group(i, columns=columns)
+                for start in range(0, table.num_rows, batch_rows):
+                    yield table.slice(start, batch_rows).to_pylist()
+                del table
+        return
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rb") as raw:
+        batch: list[dict[str, Any]] = []
+        for line in raw:
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            batch.append({c: row.get(c) for c in columns} if columns else row)
+            if len(batch) >= batch_rows:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+
+def _rows(
+    path: str | Path, split: str | None, benchmark: str | None, columns: list[str] | None = None
+) -> Iterator[dict[str, Any]]:
+    """The rows of ``path`` of this ``split`` and ``benchmark`` (None: any), one at a time."""
+    for batch in iter_row_batches(path, columns=columns):
+        yield from (r for r in batch if (split is None or r.get("split") == split)
+                    and (benchmark is None or r.get("benchmark") == benchmark))  # fmt: skip
+
+
+def iter_episode_rows(
+    path: str | Path,
+    split: str | None = None,
+    benchmark: str | None = None,
+    limit: int | None = None,
+) -> Iterator[list[dict[str, Any]]]:
+    """The rows of ``path`` grouped by episode (consecutive rows with one ``episode``),
+    filtered by ``split`` / ``benchmark``, at most ``limit`` rows in all."""
+    rows = islice(_rows(path, split, benchmark), limit)
+    for _, episode in groupby(rows, key=lambda r: r.get("episode")):
+        yield list(episode)
+
+
+def iter_episodes(
+    path: str | Path,
+    split: str | None = None,
+    benchmark: str | None = None,
+    limit: int | None = None,
+) -> Iterator[list[Step]]:
+    """:func:`iter_episode_rows` as :class:`lrlib.core.step.Step` objects, one episode at a time.
+
+    >>> eps = iter_episodes(default_path(), split="validation", limit=3)
+    >>> all(len({s.episode for s in ep}) == 1 for ep in eps)
+    True
+    """
+    from lrlib.core.step import Step
+
+    for rows in iter_episode_rows(path, split=split, benchmark=benchmark, limit=limit):
+        yield [Step.from_row(r) for r in rows]
+
+
+def count_rows(
+    path: str | Path, split: str | None = None, benchmark: str | None = None
+) -> tuple[int, int]:
+    """(steps, episodes) of ``path`` after the filters, reading only three columns.
+
+    >>> count_rows(default_path(), split="validation")[0] > 0
+    True
+    """
+    steps, episodes, last = 0, 0, None
+    for r in _rows(path, split, benchmark, columns=["episode", "split", "benchmark"]):
+        steps += 1
+        if r["episode"] != last:
+            episodes, last = episodes + 1, r["episode"]
+    return steps, episodes
+
+
+def read_rows(path: str | Path | None = None) -> list[dict[str, Any]]:
+    """The raw rows (dicts) of a dataset file (default: the shipped one).
+
+    >>> rows = read_rows()
+    >>> len(rows) > 0 and set(COLUMNS) <= set(rows[0])
+    True
+    """
+    path = Path(path) if path is not None else default_path()
+    if not path.is_file():
+        raise FileNotFoundError(missing_dataset(path))
+    return [row for batch in iter_row_batches(path) for row in batch]
+
+
 def _check_choice(name: str, value: str | None, valid: Iterable[str]) -> None:
     valid = sorted(set(valid))
     if value is not None and value not in valid:
@@ -119,8 +326,8 @@ def load_observations(
 ) -> pd.DataFrame:
     """The dataset as a DataFrame, one row per step (columns: :data:`COLUMNS`).
 
-    ``split`` ("train"/"validation"/"test"; test = held-out task families) and ``benchmark`` filter rows; unknown values raise
-    ``ValueError`` listing the valid ones. ``action``, ``action_name`` and
+    ``split`` ("train"/"validation"/"test"; test = held-out task families) and
+    ``benchmark`` filter rows; unknown values raise ``ValueError`` listing the valid ones. ``action``, ``action_name`` and
     ``episode_error`` are object columns holding ``str`` or ``None``; list columns hold lists.
 
     >>> df = load_observations(split="train", benchmark="webarena")

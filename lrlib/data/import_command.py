@@ -14,9 +14,8 @@ import sys
 from pathlib import Path
 
 from lrlib import paths
-from lrlib.data.dataset import DEFAULT_NAME
+from lrlib.data.dataset import DEFAULT_NAME, is_parquet
 from lrlib.data.importer import VALIDATION_FRACTION, import_traces
-from lrlib.data.store import is_parquet
 from lrlib.data.traces import find_experiments
 from lrlib.settings import current
 

@@ -4,9 +4,9 @@ become the rows of the recorded-observation dataset (:mod:`lrlib.data.dataset`).
 :func:`import_traces` walks an experiment folder or a tree of them (see :mod:`lrlib.data.traces`),
 keeps one row per step that has an accessibility tree, drops steps whose page is off the
 benchmark and exact duplicate (goal, tree) pairs within an episode, assigns a fixed
-train/validation/test split (test: whole task families), and writes gzipped JSON lines atomically
-(:func:`lrlib.data.dataset.write_rows`) or Parquet (:mod:`lrlib.data.store`), one episode in
-memory at a time. The schema is documented in ``data/README.md``.
+train/validation/test split (test: whole task families), and writes gzipped JSON lines or
+Parquet atomically (:func:`lrlib.data.dataset.write_row_batches`), one episode in memory at
+a time. The schema is documented in ``data/README.md``.
 
 Off-benchmark rule: every BrowserGym task starts on a page of its benchmark, so the
 *benchmark's hosts* are the URL hosts of the first observation of each of its episodes
@@ -45,8 +45,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from lrlib import runinfo
 from lrlib.data.actions import parse_action
-from lrlib.data.dataset import COLUMNS, write_rows
+from lrlib.data.dataset import COLUMNS, is_parquet, iter_row_batches, write_row_batches
 from lrlib.data.evidence import evidence_groups
 from lrlib.data.traces import Episode, RawStep, find_experiments, iter_steps, read_episode
 
@@ -140,27 +141,9 @@ def _host_group(ep: Episode) -> str:
     return ep.benchmark if ep.benchmark != "unknown" else f"unknown:{ep.source}"
 
 
-def benchmark_hosts(episodes: Iterable[Episode]) -> dict[str, set[str]]:
-    """benchmark -> hosts of the first observed page of each of its episodes.
-
-    Episodes of an unrecognised benchmark only get their own start host.
-
-    >>> ep = Episode("e", "e", "workarena", "workarena.x", 1, steps=[_example_step(0)])
-    >>> benchmark_hosts([ep])
-    {'workarena': {'dev1.service-now.com'}}
-    """
-    hosts: dict[str, set[str]] = defaultdict(set)
-    for ep in episodes:
-        first = next((h for s in ep.steps if (h := _host(s.url))), None)
-        if first:
-            hosts[_host_group(ep)].add(first)
-    return dict(hosts)
-
-
 def start_host(folder: Path, root: Path) -> tuple[str, str | None]:
     """``(host group, host)`` of an experiment folder without reading all of it: the host of
-    its first readable step with an http(s) page, as :func:`benchmark_hosts` takes it (the
-    group: :func:`_host_group`).
+    its first readable step with an http(s) page (the group: :func:`_host_group`).
 
     >>> import tempfile
     >>> root = Path(tempfile.mkdtemp())
@@ -275,15 +258,6 @@ def episode_rows(
     return rows
 
 
-def family_of(row: dict[str, Any]) -> str:
-    """A row's task family: its task name (``workarena.servicenow.order-ipad-pro``).
-
-    >>> family_of({"task": "webarena.210", "episode": "e"})
-    'webarena.210'
-    """
-    return str(row.get("task") or row["episode"])
-
-
 def assign_split(
     rows: list[dict[str, Any]],
     fraction: float = VALIDATION_FRACTION,
@@ -308,7 +282,7 @@ def assign_split(
             taken += len(bench_groups[key])
     test = set(test_families)
     for r in rows:
-        r["family"] = family_of(r)
+        r["family"] = str(r.get("task") or r["episode"])  # its task (else its episode)
         if r["family"] in test:
             r["split"] = "test"
         else:
@@ -330,7 +304,7 @@ def import_traces(
     the rows written once the splits are known (they depend on every episode). Peak memory
     is one episode's, not the dataset's. ``out``: gzipped JSON lines (``.jsonl.gz``, the
     bytes ``make data`` writes), plain ``.jsonl``, or Parquet (``.parquet``, with the
-    provenance in its metadata; :mod:`lrlib.data.store`), written atomically.
+    provenance in its metadata), written atomically (:func:`~lrlib.data.dataset.write_row_batches`).
     ``keep_rows``: also return the rows (:attr:`ImportReport.rows`); ``lrlib import-traces``
     passes False. ``progress``: a progress bar with ETA per pass (tqdm).
 
@@ -338,6 +312,8 @@ def import_traces(
     []
     """
     from tqdm.auto import tqdm
+
+    from lrlib.core.tokens import count_tokens
 
     if not 0.0 <= fraction <= 1.0:
         raise ValueError(f"validation fraction must be in [0, 1], got {fraction}")
@@ -354,7 +330,7 @@ def import_traces(
             hosts[group].add(host)
     report.hosts = {b: sorted(h) for b, h in hosts.items()}
     keys: list[dict[str, Any]] = []  # one per episode with rows: what the split needs
-    with _Spill(Path(out) if out is not None else None) as spill:
+    with _Spill(Path(out) if out is not None and not keep_rows else None) as spill:
         for folder in tqdm(folders, desc="import: episodes", **bar):
             ep = read_episode(folder, root)
             report.n_step_files += ep.n_files
@@ -363,20 +339,24 @@ def import_traces(
             report.notes += ep.notes
             if not rows:
                 continue
-            _count_tokens(rows)
+            for r in rows:
+                r["n_tokens"] = count_tokens(r["axtree_txt"])
             keys.append({k: rows[0][k] for k in ("benchmark", "task", "seed", "episode")})
-            spill.add(rows)
+            keys[-1]["n_rows"] = len(rows)
             if keep_rows:
                 report.rows += rows
+            else:
+                spill.add(rows)  # nothing without an output: the report counts the rows
         assign_split(keys, fraction)
         split = {k["episode"]: (k["family"], k["split"]) for k in keys}
+        for k in keys:
+            report.n_rows += k["n_rows"]
+            report.episodes.add(k["episode"])
+            report.per_benchmark[k["benchmark"]] += k["n_rows"]
+            report.per_split[k["split"]] += k["n_rows"]
 
         def final(row: dict[str, Any]) -> dict[str, Any]:
             row["family"], row["split"] = split[row["episode"]]
-            report.n_rows += 1
-            report.episodes.add(row["episode"])
-            report.per_benchmark[row["benchmark"]] += 1
-            report.per_split[row["split"]] += 1
             return {c: row[c] for c in COLUMNS}
 
         report.rows = [final(r) for r in report.rows]
@@ -385,43 +365,21 @@ def import_traces(
                 batches: Iterable[list[dict[str, Any]]] = [report.rows]
             else:
                 batches = ([final(r) for r in b] for b in spill.batches())
-            _write(batches, Path(out), report)
+            prov = None  # JSON lines: the same bytes as ``make data`` wrote, no side file
+            if is_parquet(out):
+                prov = {**runinfo.provenance(), "source": report.root, "importer": "import-traces"}
+            write_row_batches(batches, out, provenance=prov)
             report.output = str(out)
-        elif not keep_rows:
-            for b in spill.batches():
-                for r in b:
-                    final(r)
     report.seconds = time.perf_counter() - start
     return report
 
 
-def _count_tokens(rows: list[dict[str, Any]]) -> None:
-    from lrlib.core.tokens import count_tokens
-
-    for r in rows:
-        r["n_tokens"] = count_tokens(r["axtree_txt"])
-
-
-def _write(batches: Iterable[list[dict[str, Any]]], out: Path, report: ImportReport) -> None:
-    """JSON lines as :func:`lrlib.data.dataset.write_rows` writes them (the same bytes), or
-    Parquet with the import's provenance."""
-    from lrlib.data import store
-
-    if store.is_parquet(out):
-        from lrlib import runinfo
-
-        prov = {**runinfo.provenance(), "source": report.root, "importer": "import-traces"}
-        store.write_row_batches(batches, out, provenance=prov)
-    else:
-        write_rows((r for b in batches for r in b), out)
-
-
 class _Spill:
     """Rows set aside episode by episode until their split is known: a temporary gzipped
-    JSON-lines file beside the output (in memory when there is no output)."""
+    JSON-lines file beside the output (nothing is kept without an output)."""
 
     def __init__(self, out: Path | None) -> None:
-        self.out, self.path, self.fh, self.memory = out, None, None, []
+        self.out, self.path, self.fh = out, None, None
 
     def __enter__(self) -> _Spill:
         if self.out is not None:
@@ -430,34 +388,18 @@ class _Spill:
 
             self.out.parent.mkdir(parents=True, exist_ok=True)
             fd, name = tempfile.mkstemp(dir=self.out.parent, prefix=f".{self.out.name}.",
-                                        suffix=".rows.tmp")  # fmt: skip
+                                        suffix=".rows.tmp.gz")  # fmt: skip
             self.path = Path(name)
             self.fh = gzip.open(open(fd, "wb"), "wt", encoding="utf-8", compresslevel=1)
         return self
 
     def add(self, rows: list[dict[str, Any]]) -> None:
-        if self.fh is None:
-            self.memory.append(rows)
-            return
-        for r in rows:
+        for r in rows if self.fh is not None else ():
             self.fh.write(json.dumps(r, ensure_ascii=False) + "\n")
 
     def batches(self) -> Iterator[list[dict[str, Any]]]:
-        if self.fh is None:
-            yield from self.memory
-            return
-        import gzip
-
         self.fh.close()
-        with gzip.open(self.path, "rt", encoding="utf-8") as f:
-            batch: list[dict[str, Any]] = []
-            for line in f:
-                batch.append(json.loads(line))
-                if len(batch) >= 512:
-                    yield batch
-                    batch = []
-            if batch:
-                yield batch
+        return iter_row_batches(self.path)
 
     def __exit__(self, *exc: object) -> None:
         if self.fh is not None:

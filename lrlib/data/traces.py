@@ -132,11 +132,6 @@ def find_experiments(root: str | Path) -> list[Path]:
     return sorted(found)
 
 
-def _step_files(folder: Path) -> Iterator[tuple[int, Path]]:
-    numbered = ((STEP_FILE.match(p.name), p) for p in folder.iterdir())
-    return iter(sorted((int(m[1]), p) for m, p in numbered if m and p.is_file()))
-
-
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
@@ -217,7 +212,8 @@ def iter_steps(folder: str | Path, rel: str) -> Iterator[RawStep | tuple[str, st
     >>> [type(x).__name__ for x in iter_steps(d, "run")]
     ['tuple']
     """
-    for number, path in _step_files(Path(folder)):
+    numbered = ((STEP_FILE.match(p.name), p) for p in Path(folder).iterdir())
+    for number, path in sorted((int(m[1]), p) for m, p in numbered if m and p.is_file()):
         source = f"{rel}/{path.name}"
         try:
             step = read_step(path, source)

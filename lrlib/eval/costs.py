@@ -23,23 +23,123 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lrlib import paths
 from lrlib.core.prompts import PromptOptions, get_prompt
 from lrlib.core.step import Step
 from lrlib.core.tokens import DEFAULT_ENCODING
-from lrlib.eval.prices import (  # noqa: F401  (re-exported: notebooks read prices here)
-    PRICE_COLUMNS,
-    Price,
-    get_price,
-    load_prices,
-    paper_breakeven,
-    prices_path,
-)
 from lrlib.llm.completions import TOKENS_PER_REPLY, chat_tokens
+from lrlib.settings import current
 
 if TYPE_CHECKING:
     import pandas as pd
+
+PRICE_COLUMNS = ("model", "date", "input_usd_per_mtok", "cached_input_usd_per_mtok",
+                 "output_usd_per_mtok", "source")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million tokens for one model, as published on ``date``."""
+
+    model: str
+    date: str
+    input: float
+    cached_input: float
+    output: float
+    source: str = ""
+
+    def cost(
+        self, input_tokens: float, output_tokens: float = 0, cached_tokens: float = 0
+    ) -> float:
+        """USD for one call; ``cached_tokens`` are the part of ``input_tokens`` read from cache.
+
+        >>> Price("m", "2025-01-01", 2.0, 0.5, 8.0).cost(1_000_000, 0, cached_tokens=500_000)
+        1.25
+        """
+        fresh = input_tokens - cached_tokens
+        return (
+            fresh * self.input + cached_tokens * self.cached_input + output_tokens * self.output
+        ) / 1e6
+
+
+def prices_path() -> Path:
+    """The price table: ``$LRLIB_PRICES``, else ``<data>/prices.csv``, else the one shipped
+    in the repository (so another ``LRLIB_DATA_DIR`` needs no copy of it).
+
+    >>> prices_path().name
+    'prices.csv'
+    """
+    value = current().prices
+    if value is not None:
+        return value
+    local = paths.data_dir() / "prices.csv"
+    return local if local.is_file() else paths.REPO_DIR / "data" / "prices.csv"
+
+
+def load_prices(path: str | Path | None = None) -> pd.DataFrame:
+    """The dated price table (``#`` lines are comments); checks columns and values.
+
+    >>> "gpt-4.1-mini" in set(load_prices()["model"])
+    True
+    """
+    import pandas as pd
+
+    path = Path(path) if path is not None else prices_path()
+    table = pd.read_csv(path, comment="#", skipinitialspace=True, dtype={"model": str})
+    missing = [c for c in PRICE_COLUMNS if c not in table.columns]
+    if missing:
+        raise ValueError(f"{path}: missing columns {missing}; expected {list(PRICE_COLUMNS)}")
+    table["date"] = pd.to_datetime(table["date"], format="%Y-%m-%d").dt.strftime("%Y-%m-%d")
+    numbers = list(PRICE_COLUMNS[2:5])
+    table[numbers] = table[numbers].astype(float)
+    if (table[numbers] < 0).to_numpy().any():
+        raise ValueError(f"{path}: prices must be >= 0")
+    bad = table[table["cached_input_usd_per_mtok"] > table["input_usd_per_mtok"]]
+    if len(bad):
+        raise ValueError(f"{path}: cached input dearer than input for {list(bad['model'])}")
+    return table.fillna({"source": ""}).reset_index(drop=True)
+
+
+def get_price(model: str, prices: pd.DataFrame | None = None, on: str | None = None) -> Price:
+    """The newest price of ``model`` (published on or before ``on``, an ISO date, if given).
+
+    >>> get_price("gpt-4.1").input
+    2.0
+    >>> get_price("nope")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    KeyError: "no price for 'nope'; models in the table: ..."
+    """
+    table = load_prices() if prices is None else prices
+    rows = table[table["model"] == model]
+    if on is not None:
+        rows = rows[rows["date"] <= on]
+    if rows.empty:
+        valid = ", ".join(sorted(set(table["model"])))
+        raise KeyError(
+            f"no price for {model!r}{f' on {on}' if on else ''}; models in the table: {valid}"
+        )
+    row = rows.sort_values("date").iloc[-1]
+    usd = (float(row[c]) for c in PRICE_COLUMNS[2:5])  # input, cached input, output
+    return Price(str(row["model"]), str(row["date"]), *usd, str(row["source"]))
+
+
+def paper_breakeven(agent: Price, retriever: Price) -> float:
+    """The paper's threshold ``(C_L - C_S) / C_L`` on input prices.
+
+    >>> paper_breakeven(get_price("gpt-4.1"), get_price("gpt-4.1-mini"))
+    0.8
+    """
+    if agent.input <= 0:
+        raise ValueError(f"the agent model {agent.model!r} has no input price")
+    return (agent.input - retriever.input) / agent.input
+
+
+# ---- what a step costs -------------------------------------------------------------------
 
 # OpenAI's prompt caching: prefixes of 1024 tokens or more, hit in steps of 128 tokens
 CACHE_MIN_TOKENS = 1024
@@ -136,28 +236,18 @@ def step_costs(
     (0.8, 0.3, True)
     """
     out = frame.copy()
-    before = out["tokens_before"].astype(float)
-    prompt = (
-        out["retriever_prompt_tokens"].astype(float) if "retriever_prompt_tokens" in out else before
-    )
-    cached = (
-        out["retriever_cached_tokens"].astype(float)
-        if use_cache and "retriever_cached_tokens" in out
-        else 0.0 * before
-    )
     if output_tokens is not None:
         out["retriever_output_tokens"] = output_tokens
-    produced = (
-        out["retriever_output_tokens"].astype(float)
-        if "retriever_output_tokens" in out
-        else 0.0 * before
-    )
+    before = out["tokens_before"].astype(float)
+
+    def column(name: str, default: pd.Series) -> pd.Series:
+        return out[name].astype(float) if name in out else default
+
+    prompt = column("retriever_prompt_tokens", before)
+    cached = column("retriever_cached_tokens", 0.0 * before) if use_cache else 0.0 * before
+    produced = column("retriever_output_tokens", 0.0 * before)
     out["cost_full"] = before * agent.input / 1e6
-    out["cost_retriever"] = (
-        (prompt - cached) * retriever.input
-        + cached * retriever.cached_input
-        + produced * retriever.output
-    ) / 1e6
+    out["cost_retriever"] = retriever.cost(prompt, produced, cached)
     out["alpha_star_paper"] = paper_breakeven(agent, retriever)
     out["alpha_star"] = 1.0 - out["cost_retriever"] / out["cost_full"].where(before > 0)
     if "tokens_after" in out:
@@ -275,22 +365,11 @@ def observation_cost(
         prompt = frame["retriever_prompt_tokens"].astype(float)
         cached = frame.get("retriever_cached_tokens", 0.0 * prompt).fillna(0).astype(float)
         produced = frame.get("retriever_output_tokens", 0.0 * prompt).fillna(0).astype(float)
-        extra = (
-            (prompt - cached) * retriever.input
-            + cached * retriever.cached_input
-            + produced * retriever.output
-        ) / 1e6
-        cost = cost + extra.fillna(0.0)
+        cost = cost + retriever.cost(prompt, produced, cached).fillna(0.0)
     if embedding is not None and "reducer" in frame:
-        is_emb = frame["reducer"].astype(str).str.startswith("embedding")
-        cost = (
-            cost
-            + is_emb
-            * frame["tokens_before"].astype(float)
-            * embedding_overlap
-            * embedding.input
-            / 1e6
-        )
+        embedded = frame["reducer"].astype(str).str.startswith("embedding")
+        tokens = embedded * frame["tokens_before"].astype(float)
+        cost = cost + tokens * embedding_overlap * embedding.input / 1e6
     return cost
 
 

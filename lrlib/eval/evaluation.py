@@ -34,8 +34,7 @@ from typing import Any, NamedTuple
 
 from lrlib import runinfo
 from lrlib.core.step import Step
-from lrlib.data.horizon import horizon_lines
-from lrlib.data.mfs_sets import mfs_covered, mfs_sets
+from lrlib.data.evidence import horizon_lines, mfs_covered, mfs_sets
 from lrlib.eval import intervals, metrics
 from lrlib.reducers import Reducer, check_options, get_reducer, list_reducers
 
@@ -231,17 +230,8 @@ def _row(
     if not row["episode"]:  # a hand-made step is its own episode for the bootstrap
         row["episode"] = step.step_id
     row.update(reducer=label, reducer_name=reducer.name)
-    row.update(
-        metrics.step_metrics(
-            step,
-            result.text,
-            result.kept,
-            result.stubs,
-            result.tokens_before,
-            result.tokens_after,
-            horizon=horizon,
-        )
-    )
+    row.update(metrics.step_metrics(step, result.text, result.kept, result.stubs,
+                                    result.tokens_before, result.tokens_after, horizon))  # fmt: skip
     extra = result.extra or {}
     row["latency_s"] = result.latency_s
     row["cold_latency_s"] = extra.get("cold_latency_s", result.latency_s)
@@ -266,8 +256,9 @@ def evaluate(reducers: Any, steps: Any, progress: bool = True) -> Any:
     :func:`lrlib.eval.metrics.step_metrics` (planning horizons from the episodes among
     ``steps``: pass whole episodes), latency (``cold_latency_s``: as if nothing were
     cached), failures, token usage, MFS coverage where minimal failure sets exist for the
-    steps (``mfs_<policy>``: the whole set kept; :mod:`lrlib.data.mfs_sets`), and provenance (``lrlib_version``, ``git_commit``,
-    ``created``, ``model``, ``prompt``, ``prompt_hash``, ``params`` as JSON).
+    steps (``mfs_<policy>``: the whole set kept; :mod:`lrlib.data.evidence`), and provenance
+    (``lrlib_version``, ``git_commit``, ``created``, ``model``, ``prompt``, ``prompt_hash``,
+    ``params`` as JSON).
     """
     import pandas as pd
     from tqdm.auto import tqdm
@@ -331,15 +322,7 @@ def sweep(
                 "params": json.dumps(r.params, sort_keys=True, default=str),
             }
         )
-    out = pd.DataFrame(rows)
-    return out[
-        [
-            "reducer",
-            "knob",
-            "value",
-            *[c for c in out.columns if c not in ("reducer", "knob", "value")],
-        ]
-    ]
+    return pd.DataFrame(rows)  # columns: reducer, knob, value first (the rows' key order)
 
 
 def curves(steps: Any, reducers: Sequence[str] | None = None, progress: bool = True) -> Any:
@@ -348,12 +331,10 @@ def curves(steps: Any, reducers: Sequence[str] | None = None, progress: bool = T
 
     steps = as_steps(steps)
     names = list(reducers) if reducers is not None else list(KNOBS)
-    frames = []
     for spec in names:
         if spec not in KNOBS:
             raise KeyError(f"no knob known for {spec!r}; reducers with knobs: {', '.join(KNOBS)}")
-        knob, values = KNOBS[spec]
-        frames.append(sweep(spec, knob, values, steps, progress=progress))
+    frames = [sweep(spec, *KNOBS[spec], steps, progress=progress) for spec in names]
     return pd.concat(frames, ignore_index=True)
 
 

@@ -48,38 +48,6 @@ def _check_stat(stat: str) -> None:
         raise ValueError(f"unknown statistic {stat!r}; choose one of: {', '.join(STATISTICS)}")
 
 
-def _weights(n_clusters: int, n_boot: int, seed: int) -> np.ndarray:
-    """(n_boot, n_clusters) multinomial draw counts: how often each cluster is resampled."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    return rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=n_boot)
-
-
-def _replicates(values: np.ndarray, clusters: np.ndarray, stat: str, w: np.ndarray) -> np.ndarray:
-    """The statistic under each replicate's cluster weights ``w`` (n_boot, n_clusters)."""
-    import numpy as np
-
-    if stat == "mean":
-        k = w.shape[1]
-        sums = np.bincount(clusters, weights=values, minlength=k)
-        counts = np.bincount(clusters, minlength=k).astype(float)
-        return mean_statistic(sums, counts)(w)
-    order = np.argsort(values, kind="stable")
-    return _sorted_medians(values[order], clusters[order], w)
-
-
-def _sorted_medians(sorted_values: np.ndarray, sorted_clusters: np.ndarray, w: np.ndarray):
-    """Weighted medians of values already in (stable) value order, one per row of ``w``."""
-    import numpy as np
-
-    step_w = w[:, sorted_clusters].astype(float)  # (n_boot, n_steps), in value order
-    cum = np.cumsum(step_w, axis=1)
-    half = cum[:, -1:] / 2.0
-    idx = (cum < half).sum(axis=1)  # first index whose cumulative weight reaches half
-    return sorted_values[np.minimum(idx, len(sorted_values) - 1)]
-
-
 def shared_replicates(
     k: int, statistics: Sequence[Any], n_boot: int = N_BOOT, seed: int = 0
 ) -> list[np.ndarray]:
@@ -140,19 +108,15 @@ def median_statistic(values: np.ndarray, clusters: np.ndarray) -> Any:
     sorted_values, sorted_clusters = values[order], clusters[order]
     rows = max(1, _BLOCK_CELLS // max(1, values.size))
 
+    def medians(w: np.ndarray) -> np.ndarray:
+        cum = np.cumsum(w[:, sorted_clusters].astype(float), axis=1)  # step weights, in order
+        idx = (cum < cum[:, -1:] / 2.0).sum(axis=1)  # first index reaching half the weight
+        return sorted_values[np.minimum(idx, len(sorted_values) - 1)]
+
     def statistic(w: np.ndarray) -> np.ndarray:
-        return np.concatenate(
-            [_sorted_medians(sorted_values, sorted_clusters, w[i : i + rows])
-             for i in range(0, len(w), rows)]
-        )  # fmt: skip
+        return np.concatenate([medians(w[i : i + rows]) for i in range(0, len(w), rows)])
 
     return statistic
-
-
-def _point(values: np.ndarray, stat: str) -> float:
-    import numpy as np
-
-    return float(np.mean(values) if stat == "mean" else np.median(values))
 
 
 def interval(
@@ -170,40 +134,8 @@ def interval(
     >>> round(r["estimate"], 3), r["n_steps"], r["n_episodes"], 0 <= r["lo"] <= r["hi"] <= 1
     (0.667, 6, 3, True)
     """
-
     _check_stat(stat)
-    est, reps, n_steps, n_clusters = _resampled(values, clusters, stat, n_boot, seed)
-    return finish(est, reps, n_steps, n_clusters, level)
-
-
-def interval_from_sums(
-    sums: Sequence[float] | np.ndarray,
-    counts: Sequence[float] | np.ndarray,
-    n_boot: int = N_BOOT,
-    level: float = LEVEL,
-    seed: int = 0,
-) -> dict[str, float | int]:
-    """:func:`interval` of the mean from per-cluster sums and counts of values (clusters
-    with no value are left out; the order is the clusters' order of first appearance): the
-    same draws and the same replicates as from the values themselves, so the same interval
-    (:class:`lrlab.scale.episode_stats.EpisodeStats` folds large evaluations this way).
-
-    >>> a = interval([1, 1, 0, 1, 0, 1], ["a", "a", "b", "b", "c", "c"])
-    >>> b = interval_from_sums([2, 1, 1], [2, 2, 2])
-    >>> a == b
-    True
-    """
-    import numpy as np
-
-    s, c = np.asarray(sums, dtype=float), np.asarray(counts, dtype=float)
-    keep = c > 0
-    s, c = s[keep], c[keep]
-    k, n = int(s.size), int(c.sum())
-    if not k:
-        return {"estimate": float("nan"), "lo": float("nan"), "hi": float("nan"),
-                "n_steps": 0, "n_episodes": 0}  # fmt: skip
-    reps = shared_replicates(k, [mean_statistic(s, c)], n_boot, seed)[0] if k >= 2 else np.zeros(0)
-    return finish(float(s.sum()) / n, reps, n, k, level)
+    return finish(*_resampled(values, clusters, stat, n_boot, seed), level)
 
 
 def finish(
@@ -250,12 +182,13 @@ def _resampled(
     # replicates drawn and computed a block at a time (the same draws as all at once): the
     # weights (block x clusters) and the median's step weights (rows x steps) stay small
     # however many steps there are
-    statistic = (
-        median_statistic(v, codes) if stat == "median"
-        else (lambda w: _replicates(v, codes, stat, w))
-    )  # fmt: skip
+    if stat == "median":
+        statistic, point = median_statistic(v, codes), np.median(v)
+    else:
+        sums, counts = np.bincount(codes, weights=v, minlength=k), np.bincount(codes, minlength=k)
+        statistic, point = mean_statistic(sums, counts.astype(float)), np.mean(v)
     reps = shared_replicates(k, [statistic], n_boot, seed)[0]
-    return _point(v, stat), reps, int(v.size), int(k)
+    return float(point), reps, int(v.size), int(k)
 
 
 def bootstrap(
@@ -417,15 +350,6 @@ def summary(
     return out if out is not None else pd.DataFrame(columns=by)
 
 
-def _side_replicates(
-    frame: pd.DataFrame, value: str, stat: str, cluster: str, n_boot: int, seed: int
-) -> tuple[float, np.ndarray, int, int]:
-    import pandas as pd
-
-    v = pd.to_numeric(frame[value].astype("float64"), errors="coerce").to_numpy()
-    return _resampled(v, frame[cluster].to_numpy(), stat, n_boot, seed)
-
-
 def gap(
     frame: pd.DataFrame,
     value: str,
@@ -457,12 +381,13 @@ def gap(
     rows = []
     alpha = (1.0 - level) / 2.0
     for key, group in frame.groupby(by, sort=False):
-        ea, ra, na, ka = _side_replicates(
-            group[group[column] == a], value, stat, cluster, n_boot, seed
-        )
-        eb, rb, nb, kb = _side_replicates(
-            group[group[column] == b], value, stat, cluster, n_boot, seed + 1
-        )
+        (ea, ra, na, ka), (eb, rb, nb, kb) = (
+            _resampled(
+                pd.to_numeric(side[value].astype("float64"), errors="coerce").to_numpy(),
+                side[cluster].to_numpy(), stat, n_boot, seed + i,
+            )
+            for i, side in enumerate((group[group[column] == a], group[group[column] == b]))
+        )  # fmt: skip
         diff = ra - rb
         diff = diff[~np.isnan(diff)]
         lo, hi = (

@@ -36,11 +36,9 @@ The first, stricter definition (every group keeps one of *its own* lines verbati
 as ``evidence_covered_lines``. On steps with a target, either is at most target coverage.
 
 **Planning-horizon coverage** (``horizon_covered_<k>``, k = 1..3,
-:mod:`lrlib.data.horizon`): whether the elements the recorded agent acts on in this and
+:mod:`lrlib.data.evidence`): whether the elements the recorded agent acts on in this and
 the next k - 1 recorded steps, *those already on the current page*, are all kept verbatim;
-k = 1 is target coverage. It can say that a reducer drops what the recorded path needs
-soon; it cannot say that the agent needs it (another path may do without), nor credit
-elements that appear only later.
+k = 1 is target coverage (what it can and cannot say: :mod:`lrlib.data.evidence`).
 
 >>> from lrlib.core.step import Step
 >>> s = Step(goal="g", tree="RootWebArea 'r'\\n\\t[7] button 'Go'", target_bids=("7",))
@@ -58,7 +56,7 @@ from typing import Any
 from lrlib.core.axtree import split_lines
 from lrlib.core.step import Step
 from lrlib.data.evidence import covered as evidence_covered
-from lrlib.data.evidence import evidence_groups, typed_groups
+from lrlib.data.evidence import typed_groups
 
 STATUSES = ("ok", "none", "missing")
 HORIZONS = (1, 2, 3)  # planning horizons k measured by an evaluation
@@ -111,9 +109,7 @@ def evidence_status(step: Step) -> tuple[str, list[list[int]]]:
     """
     if target_status(step) == "missing":
         return "missing", []
-    groups = evidence_groups(step.axtree, (step.meta or {}).get("action"), step.goal)
-    if not groups and step.target_lines:  # no recorded action text: the targets alone
-        groups = [[n] for n in step.target_lines]
+    groups = [g for _, g in typed_evidence(step)]
     return ("ok" if groups else "none"), groups
 
 
@@ -128,7 +124,7 @@ def typed_evidence(step: Step) -> list[tuple[str, list[int]]]:
     if target_status(step) == "missing":
         return []
     groups = typed_groups(step.axtree, (step.meta or {}).get("action"), step.goal)
-    if not groups and step.target_lines:
+    if not groups and step.target_lines:  # no recorded action text: the targets alone
         groups = [("target", [n]) for n in step.target_lines]
     return groups
 
@@ -169,7 +165,7 @@ def step_metrics(
     horizon: Sequence[Sequence[int]] | None = None,
 ) -> dict[str, Any]:
     """The per-step measures of one reduction (one row of an evaluation, minus metadata).
-    ``horizon``: the lines of :func:`lrlib.data.horizon.horizon_lines` for k = 1, 2...
+    ``horizon``: the lines of :func:`lrlib.data.evidence.horizon_lines` for k = 1, 2...
     (``horizon_covered_<k>``: all kept verbatim; None where a horizon is empty).
 
     >>> m = step_metrics(Step(goal="g", tree="a\\nbb\\nccc"), "a\\nbb", [1, 2], tokens_before=6,
@@ -293,15 +289,10 @@ def summarize(frame, by: str | list[str] = "reducer"):
             else {"coverage": float("nan"), "n": 0}
         )
         lat = group["latency_s"].astype(float) * 1000
-        row = dict(
-            zip(
-                [by] if isinstance(by, str) else by,
-                [key] if isinstance(by, str) else key,
-                strict=True,
-            )
-        )
-        row.update(
+        keys = {by: key} if isinstance(by, str) else dict(zip(by, key, strict=True))
+        rows.append(
             {
+                **keys,
                 "n_steps": len(group),
                 "median_reduction": float(group["reduction"].median()),
                 "mean_reduction": float(group["reduction"].mean()),
@@ -319,5 +310,4 @@ def summarize(frame, by: str | list[str] = "reducer"):
                 "p95_latency_ms": float(lat.quantile(0.95)),
             }
         )
-        rows.append(row)
     return pd.DataFrame(rows)

@@ -72,12 +72,12 @@ class _InMemoryOnly:
 
 def _selected(args: argparse.Namespace) -> int:
     """The selection's steps, counted from the file's grouping columns (trees not loaded)."""
-    from lrlib.data import dataset, store
+    from lrlib.data import dataset
 
     path = Path(args.data) if args.data else dataset.default_path()
     if not path.is_file():
         return 0  # the in-memory path says what is missing
-    n = store.count_rows(path, split=args.split, benchmark=args.benchmark)[0]
+    n = dataset.count_rows(path, split=args.split, benchmark=args.benchmark)[0]
     return n if args.limit is None else min(n, args.limit)
 
 

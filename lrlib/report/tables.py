@@ -221,7 +221,7 @@ def table1(
         "the reported page text - is readable in the reduced tree: lrlib.data.evidence), "
         "median token reduction, target coverage (share of steps whose target lines "
         "survive), horizon-3 coverage (the targets of this and the next two recorded steps "
-        "already on the page: lrlib.data.horizon), each with a 95% interval from a "
+        "already on the page: lrlib.data.evidence), each with a 95% interval from a "
         "bootstrap over episodes and n = steps/episodes; target coverage on steps of "
         "successful episodes; median latency "
         "per step (cold: embeddings computed, model calls at their recorded latency)"
@@ -267,7 +267,7 @@ def interval_report(
     text = (
         f"{what}: evidence coverage (everything the recorded action needs is readable: "
         "lrlib.data.evidence), median token reduction, target coverage, horizon-2/3 coverage "
-        "(targets of the next recorded steps already on the page: lrlib.data.horizon) and "
+        "(targets of the next recorded steps already on the page: lrlib.data.evidence) and "
         "evidence coverage by line identity, each with a 95% interval from a bootstrap over "
         "episodes and n = steps/episodes."
         + (f" LineRetriever rows: retriever model {model}, cached steps only." if model else "")
