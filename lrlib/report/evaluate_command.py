@@ -10,7 +10,7 @@ roughly how long, before anything starts.
 
 Large files go to an evaluate backend plugin (:func:`lrlib.plugins.evaluate_backend`; the
 research wing's reads them by episode on every core, with ``--jobs`` and ``--backend``).
-Without one, smaller selections run here and the others stop with a line naming it.
+Without one, every selection is evaluated here, in memory, and there is no ``--jobs``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from typing import Any
 from lrlib import plugins
 from lrlib.eval.evaluation import (
     KNOBS,
-    LLM_REDUCERS,
     ReducerSpec,
     add_step_arguments,
     count_arg,
@@ -32,58 +31,12 @@ from lrlib.eval.evaluation import (
     specs_of,
 )
 
-#: without an evaluate backend plugin, the size from which an offline selection needs one
-#: (the research wing's backend takes such selections from the same size on)
-LARGE_FROM = 1000
 
-
-class _InMemoryOnly:
-    """The backend when no plugin provides one: ``--jobs``/``--backend`` are accepted (not
-    shown), and they or an offline selection of :data:`LARGE_FROM` steps or more stop on one
-    line that says what to install."""
-
-    @staticmethod
-    def add_arguments(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--jobs", type=int, default=None, help=argparse.SUPPRESS)
-        parser.add_argument("--backend", default=None, help=argparse.SUPPRESS)
-
-    @staticmethod
-    def applies(args: argparse.Namespace) -> bool:
-        if args.jobs is not None or args.backend is not None:
-            return True
-        if args.curves or getattr(args, "user_files", None):
-            return False
-        if any(s.name in LLM_REDUCERS for s in specs_of(args)):
-            return False
-        return _selected(args) >= LARGE_FROM
-
-    @staticmethod
-    def plan(args: argparse.Namespace) -> str:
-        what = "--jobs/--backend need" if args.jobs is not None or args.backend is not None else (
-            f"{_selected(args)} steps (from {LARGE_FROM} on; --limit selects fewer) need"
-        )  # fmt: skip
-        raise LookupError(
-            f"{what} an evaluate backend plugin (EVALUATE_BACKEND, lrlib.plugins): install "
-            "lrlib with its research wing, lrlab, which evaluates large files by episode"
-        )
-
-    run = plan
-
-
-def _selected(args: argparse.Namespace) -> int:
-    """The selection's steps, counted from the file's grouping columns (trees not loaded)."""
-    from lrlib.data import dataset
-
-    path = Path(args.data) if args.data else dataset.default_path()
-    if not path.is_file():
-        return 0  # the in-memory path says what is missing
-    n = dataset.count_rows(path, split=args.split, benchmark=args.benchmark)[0]
-    return n if args.limit is None else min(n, args.limit)
-
-
-def _backend() -> Any:
-    """Where large files go: a plugin's ``EVALUATE_BACKEND``, else :class:`_InMemoryOnly`."""
-    return plugins.evaluate_backend() or _InMemoryOnly
+def _backend(args: argparse.Namespace | None = None) -> Any:
+    """A plugin's evaluate backend (``EVALUATE_BACKEND``) when there is one and, given
+    ``args``, it takes them (a large file, ``--jobs``/``--backend``); else None."""
+    backend = plugins.evaluate_backend()
+    return backend if backend and (args is None or backend.applies(args)) else None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -117,7 +70,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also sweep each reducer's knob and write the curves next to it",
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    _backend().add_arguments(parser)  # --jobs, --backend (large files: by episode)
+    if backend := _backend():
+        backend.add_arguments(parser)  # --jobs, --backend (large files: by episode)
 
 
 def _steps(args: argparse.Namespace) -> list[Any]:
@@ -191,8 +145,8 @@ def plan(args: argparse.Namespace) -> str:
     vectors computed) named up front, before anything starts."""
     from lrlib.report.run import model_time
 
-    if _backend().applies(args):  # a large file (or --jobs/--backend): read by episode
-        return _backend().plan(args)
+    if backend := _backend(args):  # a large file (or --jobs/--backend): read by episode
+        return backend.plan(args)
     table, steps = _reducers(args), _steps(args)  # a refused option value fails first
     n = len(steps)
     where = f"the {args.split} split" if args.split else "every split"
@@ -227,8 +181,8 @@ def run(args: argparse.Namespace) -> int:
     from lrlib import paths
     from lrlib.report.tables import interval_table
 
-    if _backend().applies(args):
-        return _backend().run(args)
+    if backend := _backend(args):
+        return backend.run(args)
     steps, table = _steps(args), _reducers(args)
     work = {label: _work(args, label) for label in _cached(args)}
     plain = {label: r for label, r in table.items() if label not in work}
