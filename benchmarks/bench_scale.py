@@ -23,7 +23,7 @@ Stages (``--stages``, comma-separated; all by default), each in its own process:
   so every copy is its own episode), written with :func:`lrlib.data.dataset.write_row_batches`
   (Parquet, an episode batch at a time), as ``lrlib import-traces -o x.parquet`` writes.
 - ``read``: the whole file read back episode by episode as Step objects
-  (:func:`lrlib.data.dataset.iter_episodes`): the memory of the streaming read.
+  (:func:`lrlab.scale.episodes.iter_episodes`): the memory of the streaming read.
 - ``evaluate``: ``lrlib evaluate --data <file> --split all --reducers 'program;learned;bm25'
   --out rows.parquet`` in this stage's process (the plan line, the sharded evaluation on
   every core or ``--jobs`` with its progress bar on stderr, the summary table with its
@@ -81,14 +81,16 @@ def stage_import(args: argparse.Namespace) -> dict:
             k += 1
 
     dataset.write_row_batches(batches(), args.data, provenance={"benchmark": "bench_scale"})
-    return {"steps": dataset.count_rows(args.data)[0], "bytes": Path(args.data).stat().st_size}
+    from lrlab.scale.episodes import count_rows
+
+    return {"steps": count_rows(args.data)[0], "bytes": Path(args.data).stat().st_size}
 
 
 def stage_read(args: argparse.Namespace) -> dict:
-    from lrlib.data import dataset
+    from lrlab.scale.episodes import iter_episodes
 
     n = eps = 0
-    for ep in dataset.iter_episodes(args.data):
+    for ep in iter_episodes(args.data):
         n += len(ep)
         eps += 1
     return {"steps": n, "episodes": eps}

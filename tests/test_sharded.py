@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lrlab.scale import sharded
+from lrlab.scale import episodes, sharded
 from lrlib.data import dataset
 from lrlib.eval.evaluation import evaluate
 from lrlib.report.tables import interval_table
@@ -107,10 +107,10 @@ def test_store_groups_contiguous_episodes(tmp_path: Path) -> None:
     rows = dataset.read_rows()
     p = tmp_path / "obs.parquet"
     dataset.write_row_batches([rows[:100], rows[100:]], p)
-    eps = list(dataset.iter_episode_rows(p))
+    eps = list(episodes.iter_episode_rows(p))
     assert [r for ep in eps for r in ep] == rows
     assert all(len({r["episode"] for r in ep}) == 1 for ep in eps)
-    assert dataset.count_rows(p) == (len(rows), len(eps))
+    assert episodes.count_rows(p) == (len(rows), len(eps))
     assert dataset.load_steps(path=p)[5].step_id == rows[5]["step_id"]
 
 

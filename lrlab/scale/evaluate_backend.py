@@ -76,7 +76,8 @@ def _path(args: argparse.Namespace) -> Path:
 
 def _counts(args: argparse.Namespace) -> tuple[int, int]:
     if getattr(args, "counts", None) is None:
-        from lrlib.data.dataset import count_rows, missing_dataset
+        from lrlab.scale.episodes import count_rows
+        from lrlib.data.dataset import missing_dataset
 
         path = _path(args)
         if not path.is_file():

@@ -249,12 +249,12 @@ def evaluate_file(
     (``.csv``, ``.csv.gz`` or ``.parquet``); returns the summary statistics of all its
     rows, folded into :class:`~lrlab.scale.episode_stats.EpisodeStats` (per-episode sums, the
     numbers of the medians) for the summary table and its intervals."""
+    from lrlab.scale import episodes as stream
     from lrlab.scale.episode_stats import EpisodeStats
-    from lrlib.data import dataset
 
-    total = dataset.count_rows(path, split=split, benchmark=benchmark)[0]
+    total = stream.count_rows(path, split=split, benchmark=benchmark)[0]
     total = min(total, limit) if limit is not None else total
-    episodes = dataset.iter_episodes(path, split=split, benchmark=benchmark, limit=limit)
+    episodes = stream.iter_episodes(path, split=split, benchmark=benchmark, limit=limit)
     sink = _Sink(Path(out))
     stats = EpisodeStats()
     try:

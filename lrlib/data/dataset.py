@@ -8,9 +8,8 @@ built by :mod:`lrlib.data.importer` (``lrlib import-traces``). The schema is doc
 
 A dataset can hold more steps than fit in memory. :func:`write_row_batches` writes batches
 of rows (one episode, say) as they come; :func:`iter_row_batches` reads a file back a batch
-at a time and :func:`iter_episodes` groups its rows into episodes (an episode's rows are
-contiguous, as the importers write them), so that peak memory depends on the largest
-episode, not on the file. Formats: gzipped JSON lines (the shipped
+at a time (the research wing's :mod:`lrlab.scale.episodes` groups them into episodes), so
+that peak memory depends on the largest batch or episode, not on the file. Formats: gzipped JSON lines (the shipped
 ``data/observations.jsonl.gz``), plain JSON lines, and Parquet (via pyarrow) for large
 sets: a fixed schema (:data:`_TYPES`), compressed columns, row groups read one by one, and
 the provenance (licence included) in the file's own metadata. Any format's provenance is
@@ -31,7 +30,6 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Iterable, Iterator
-from itertools import groupby, islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -244,62 +242,6 @@ def iter_row_batches(
                 batch = []
         if batch:
             yield batch
-
-
-def _rows(
-    path: str | Path, split: str | None, benchmark: str | None, columns: list[str] | None = None
-) -> Iterator[dict[str, Any]]:
-    """The rows of ``path`` of this ``split`` and ``benchmark`` (None: any), one at a time."""
-    for batch in iter_row_batches(path, columns=columns):
-        yield from (r for r in batch if (split is None or r.get("split") == split)
-                    and (benchmark is None or r.get("benchmark") == benchmark))  # fmt: skip
-
-
-def iter_episode_rows(
-    path: str | Path,
-    split: str | None = None,
-    benchmark: str | None = None,
-    limit: int | None = None,
-) -> Iterator[list[dict[str, Any]]]:
-    """The rows of ``path`` grouped by episode (consecutive rows with one ``episode``),
-    filtered by ``split`` / ``benchmark``, at most ``limit`` rows in all."""
-    rows = islice(_rows(path, split, benchmark), limit)
-    for _, episode in groupby(rows, key=lambda r: r.get("episode")):
-        yield list(episode)
-
-
-def iter_episodes(
-    path: str | Path,
-    split: str | None = None,
-    benchmark: str | None = None,
-    limit: int | None = None,
-) -> Iterator[list[Step]]:
-    """:func:`iter_episode_rows` as :class:`lrlib.core.step.Step` objects, one episode at a time.
-
-    >>> eps = iter_episodes(default_path(), split="validation", limit=3)
-    >>> all(len({s.episode for s in ep}) == 1 for ep in eps)
-    True
-    """
-    from lrlib.core.step import Step
-
-    for rows in iter_episode_rows(path, split=split, benchmark=benchmark, limit=limit):
-        yield [Step.from_row(r) for r in rows]
-
-
-def count_rows(
-    path: str | Path, split: str | None = None, benchmark: str | None = None
-) -> tuple[int, int]:
-    """(steps, episodes) of ``path`` after the filters, reading only three columns.
-
-    >>> count_rows(default_path(), split="validation")[0] > 0
-    True
-    """
-    steps, episodes, last = 0, 0, None
-    for r in _rows(path, split, benchmark, columns=["episode", "split", "benchmark"]):
-        steps += 1
-        if r["episode"] != last:
-            episodes, last = episodes + 1, r["episode"]
-    return steps, episodes
 
 
 def read_rows(path: str | Path | None = None) -> list[dict[str, Any]]:
