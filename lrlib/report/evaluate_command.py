@@ -117,11 +117,9 @@ def _cached(args: argparse.Namespace) -> dict[str, list[Any]]:
     """For each model-backed reducer: the selected steps whose answers are all cached
     (computed once, without any network)."""
     if getattr(args, "cached", None) is None:
-        from lrlib.report.replay import has_answers
-
         steps = _steps(args)
         args.cached = {
-            label: [s for s in steps if has_answers(reducer, s)]
+            label: [s for s, ok in zip(steps, reducer.cached_steps(steps), strict=True) if ok]
             for label, reducer in _reducers(args).items()
             if getattr(reducer, "client", None) is not None
         }

@@ -128,12 +128,6 @@ def lineretriever(
 # --- what can be reduced without a model ------------------------------------------------
 
 
-def has_answers(reducer: Reducer, step: Step) -> bool:
-    """True when the cache holds every answer ``reducer`` needs for ``step`` (no network):
-    :meth:`~lrlib.reducers.base.Reducer.cached_steps` of one step."""
-    return reducer.cached_steps([step])[0]
-
-
 def ready_steps(reducer: Reducer, steps: Sequence[Step]) -> list[Step]:
     """The steps ``reducer`` can reduce without running a model: everything for plain
     reducers; cached answers for LineRetriever; cached vectors for embedding retrieval.
