@@ -117,9 +117,10 @@ def _cached(args: argparse.Namespace) -> dict[str, list[Any]]:
     """For each model-backed reducer: the selected steps whose answers are all cached
     (computed once, without any network)."""
     if getattr(args, "cached", None) is None:
-        steps = _steps(args)
+        from lrlib.report.replay import ready_steps
+
         args.cached = {
-            label: [s for s, ok in zip(steps, reducer.cached_steps(steps), strict=True) if ok]
+            label: ready_steps(reducer, _steps(args), offline_only=True)
             for label, reducer in _reducers(args).items()
             if getattr(reducer, "client", None) is not None
         }

@@ -128,11 +128,13 @@ def lineretriever(
 # --- what can be reduced without a model ------------------------------------------------
 
 
-def ready_steps(reducer: Reducer, steps: Sequence[Step]) -> list[Step]:
+def ready_steps(
+    reducer: Reducer, steps: Sequence[Step], offline_only: bool | None = None
+) -> list[Step]:
     """The steps ``reducer`` can reduce without running a model: everything for plain
     reducers; cached answers for LineRetriever; cached vectors for embedding retrieval.
-    Live (not :func:`offline`), every step."""
-    if not offline():
+    Live (``offline_only`` False; None: :func:`offline`), every step."""
+    if not (offline() if offline_only is None else offline_only):
         return list(steps)
     return [s for s, ok in zip(steps, reducer.cached_steps(steps), strict=True) if ok]
 
