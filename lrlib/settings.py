@@ -102,7 +102,7 @@ class Settings:
         None,
         "unset: the embedded SmolLM2 (when answers may be asked for)",
         "the OpenAI-compatible endpoint LineRetriever (and the `llm` policy) asks; setting it "
-        "makes a full run live (`lrlib.report.replay.offline`)",
+        "makes a run live (`lrlib.settings.offline_reason`)",
         True,
     )
     api_key: str | None = _var(
@@ -125,7 +125,7 @@ class Settings:
     offline: bool | None = _var(
         "LRLIB_OFFLINE",
         None,
-        "unset: offline in quick mode, else live exactly when an endpoint is set",
+        "unset: live exactly when an endpoint is set (offline in quick mode)",
         "`1`: replay only, nothing is sent, steps without a cached answer are skipped and "
         "counted; `0`: missing answers are asked (the embedded model if no endpoint)",
         True,
@@ -346,6 +346,46 @@ def current() -> Settings:
     value = Settings.from_env(os.environ, **overrides)
     _cached = (key, value)
     return value
+
+
+def offline_reason(asked: bool | None = None, endpoint: bool = False) -> str | None:
+    """The one offline switch: why no model may be asked (None: answers may be asked for).
+
+    In order: ``LRLIB_OFFLINE=1`` wins over everything (nothing is sent anywhere, even with
+    an endpoint); then what the caller ``asked`` (``offline=True``/``False``, ``--offline``);
+    then ``LRLIB_OFFLINE=0`` (live: the embedded model if no endpoint); an ``endpoint`` the
+    caller gave (a base URL or key passed in) is live; a quick run (``LRLIB_QUICK=1``)
+    replays; an endpoint in the environment (``OPENAI_BASE_URL``/``OPENAI_API_KEY``) is
+    live; otherwise offline: a new prompt asks a model only with an endpoint or
+    ``LRLIB_OFFLINE=0``.
+
+    >>> with override(offline=None, quick=False, base_url=None, api_key=None):
+    ...     offline_reason(), offline_reason(endpoint=True), offline_reason(asked=False)
+    ('no endpoint set', None, None)
+    >>> with override(offline=True):
+    ...     offline_reason(asked=False)
+    'LRLIB_OFFLINE=1'
+    """
+    env = current()
+    if env.offline:
+        return "LRLIB_OFFLINE=1"
+    if asked is not None:
+        return "offline=True" if asked else None
+    if env.offline is False or endpoint:
+        return None
+    if env.quick:
+        return "LRLIB_QUICK=1"
+    return None if (env.base_url or env.api_key) else "no endpoint set"
+
+
+def offline(asked: bool | None = None, endpoint: bool = False) -> bool:
+    """True when no model may be asked (:func:`offline_reason`).
+
+    >>> with override(offline=True):
+    ...     offline()
+    True
+    """
+    return offline_reason(asked, endpoint) is not None
 
 
 @contextmanager

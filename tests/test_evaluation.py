@@ -11,8 +11,8 @@ from lrlib import cli
 from lrlib.core.step import Step
 from lrlib.data.actions import action_bids
 from lrlib.eval import evaluation
-from lrlib.eval.evaluation import KNOBS, curves, evaluate, parse_spec, resolve, sweep
-from lrlib.reducers import Output, Reducer
+from lrlib.eval.evaluation import curves, evaluate, parse_spec, resolve, sweep
+from lrlib.reducers import Knob, Output, Reducer, knobs
 
 
 @pytest.fixture(scope="module")
@@ -156,11 +156,11 @@ def test_sweep_trades_coverage_for_reduction(steps):
 
 def test_curves_cover_every_reducer_with_a_knob(steps, monkeypatch):
     # shrink the default sweeps to two values each, to keep the test fast
-    monkeypatch.setattr(
-        evaluation, "KNOBS", {k: (n, v[:2]) for k, (n, v) in KNOBS.items() if k != "embedding"}
-    )
+    short = {k: Knob(v.option, v.values[:2], v.variant) for k, v in knobs().items()}
+    short.pop("embedding")
+    monkeypatch.setattr(evaluation, "knobs", lambda: short)
     table = curves(steps, progress=False)
-    assert set(table.reducer) == set(KNOBS) - {"embedding"}
+    assert set(table.reducer) == set(short)
     assert (table.groupby("reducer").size() == 2).all()
     with pytest.raises(KeyError, match="reducers with knobs"):
         curves(steps, ["full"])
@@ -169,11 +169,12 @@ def test_curves_cover_every_reducer_with_a_knob(steps, monkeypatch):
 def test_every_default_knob_is_a_real_parameter():
     from lrlib.reducers import get_reducer
 
-    for spec, (knob, values) in KNOBS.items():
+    for spec, knob in knobs().items():
         name, params = parse_spec(spec)
         if name == "embedding":
             continue  # building it is cheap but needs no check beyond its signature
-        assert get_reducer(name, **params, **{knob: values[0]}).params[knob] == values[0]
+        value = knob.values[0]
+        assert get_reducer(name, **params, **{knob.option: value}).params[knob.option] == value
 
 
 def test_cli_evaluate_writes_rows_and_prints_a_table(steps, tmp_path, monkeypatch, capsys):

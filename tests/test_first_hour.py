@@ -144,11 +144,14 @@ def test_a_slow_answer_shows_a_ticking_bar(threaded_fake, tmp_path, real_trees, 
     assert len({int(s) for s in waits if int(s) >= 1}) >= 1, err[-600:]
 
 
-def test_run_plan_counts_cached_and_new_answers():
+def test_run_plan_counts_cached_and_new_answers(monkeypatch):
     parser = argparse.ArgumentParser()
     run.add_arguments(parser)
     cached = run.plan(parser.parse_args(["--default-steps", "--limit", "2"]))
     assert "all 2 cached" in cached and "no model is asked" in cached
+    refused = run.plan(parser.parse_args(["--default-steps", "--limit", "2", "--refresh"]))
+    assert "no model may be asked (no endpoint set)" in refused and "LRLIB_OFFLINE=0" in refused
+    monkeypatch.setenv("LRLIB_OFFLINE", "0")  # now the embedded model may be asked
     asked = run.plan(parser.parse_args(["--default-steps", "--limit", "2", "--refresh"]))
     assert "2 to ask the model" in asked and "min" in asked
 
@@ -304,6 +307,7 @@ def test_make_browser_reports_what_happened(tmp_path, provided):
 def test_inject_says_first_when_it_would_ask_the_model(capsys, monkeypatch):
     from lrlab.injection import inject_command
 
+    monkeypatch.setenv("LRLIB_OFFLINE", "0")  # the embedded model may be asked
     parser = argparse.ArgumentParser()
     inject_command.add_arguments(parser)
     live = inject_command.plan(

@@ -19,6 +19,7 @@ from lrlib.llm.client import Completion, LLMClient
 from lrlib.reducers import get_reducer, list_reducers
 from lrlib.reducers.lineretriever import (
     LineRetriever,
+    RetrieverConfig,
     merge,
     plan_windows,
     restrict,
@@ -61,7 +62,12 @@ def retriever(url: str, tmp_path, **kw) -> LineRetriever:
         cache=ResponseCache(tmp_path / "llm"),
         **client_kw,
     )
-    return LineRetriever(client=client, **kw)
+    return LineRetriever(PAPER, client=client, **kw)
+
+
+# the paper's own prompt setting (full view, tags, reasoning), which these tests script answers
+# for; the shipped default, RetrieverConfig(), is the compact JSON one the embedded model answers
+PAPER = RetrieverConfig(view="full", answer="tags", think=True, max_ranges=None)
 
 
 def test_registered_and_built_by_name():
@@ -339,7 +345,7 @@ def test_run_command_writes_a_table_and_resumes(httpserver, tmp_path, real_trees
 
 
 def test_shipped_cache_replays_the_notebooks_default_run(monkeypatch):
-    """The notebooks replay DEFAULT_CONFIG on default_steps() from data/cache/llm: every
+    """The notebooks replay RetrieverConfig() on default_steps() from data/cache/llm: every
     answer must be there (a change to the prompts or the compact view breaks this: rerun
     `lrlib run --default-steps --answer both` with the embedded model to refill it)."""
     from lrlib.paths import REPO_DIR

@@ -303,12 +303,11 @@ def _free_port() -> int:
 
 def test_readme_example_builds_the_messages_the_pipeline_sends(capsys):
     """The README's Python example shows exactly what `lrlib run` and the notebooks send
-    (LineRetriever in lrlib.report.run.DEFAULT_CONFIG, default answer format)."""
+    (LineRetriever in its one default configuration, RetrieverConfig())."""
     import re as _re
 
     from lrlib import paths
     from lrlib.reducers.lineretriever import LineRetriever
-    from lrlib.report.run import DEFAULT_ANSWER, DEFAULT_CONFIG
 
     readme = (paths.REPO_DIR / "README.md").read_text()
     blocks = _re.findall(r"```python\n(.*?)```", readme, _re.S)
@@ -316,6 +315,6 @@ def test_readme_example_builds_the_messages_the_pipeline_sends(capsys):
     scope: dict = {}
     exec(compile(example, "README.md", "exec"), scope)
     assert capsys.readouterr().out.strip()  # it prints the reduced tree
-    retriever = LineRetriever(DEFAULT_CONFIG.replace(answer=DEFAULT_ANSWER), cache=False)
+    retriever = LineRetriever(cache=False)
     sent = retriever.request(scope["step"])
     assert [dict(m) for m in sent.messages] == scope["messages"]

@@ -27,9 +27,8 @@ from lrlib.core.axtree import parse
 from lrlib.core.step import Step
 from lrlib.core.tokens import count_tokens, get_encoding
 from lrlib.data.actions import action_bids
-from lrlib.eval.evaluation import DEFAULT_REDUCERS
 from lrlib.eval.metrics import covers
-from lrlib.reducers import get_reducer, list_reducers
+from lrlib.reducers import get_reducer, list_reducers, listed_reducers
 from lrlib.reducers.baselines import DELETED_NOTE, AgentLabTruncate
 
 
@@ -62,7 +61,7 @@ def steps(real_trees):
 
 
 # every default reducer but the embedding one, which computes vectors: tested on its own
-FAST = [spec for spec in DEFAULT_REDUCERS if spec != "embedding"]
+FAST = [spec for spec in listed_reducers(model_answers=False) if spec != "embedding"]
 
 
 def make(spec, **extra):

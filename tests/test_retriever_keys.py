@@ -48,11 +48,14 @@ def configs() -> dict[str, LineRetriever]:
             out[f"default {a} ctx{ctx}"] = replay.lineretriever(
                 "paper", answer=a, context_tokens=ctx
             )
-        api = {"answer": a, "view": "full", "model": "gpt-4.1-mini", "base_url": "http://h/v1"}
+        # the paper's setting on an API model (the fields RetrieverConfig() set otherwise
+        # before it became the one shipped default are given explicitly)
+        api = {"answer": a, "view": "full", "model": "gpt-4.1-mini", "base_url": "http://h/v1",
+               "think": True, "max_tokens": 512}  # fmt: skip
         out[f"api full {a} ctx6000"] = get_reducer(
             "lineretriever", max_ranges=4, cache=False, context_tokens=6000, **api
         )
-        out[f"api full {a}"] = get_reducer("lineretriever", cache=False, **api)
+        out[f"api full {a}"] = get_reducer("lineretriever", cache=False, max_ranges=None, **api)
     return out
 
 

@@ -123,7 +123,12 @@ def run(args: argparse.Namespace) -> int:
     from lrlib.eval.evaluation import markdown_table
 
     items = _items(args)
-    ready = cached_items if args.cached else lambda reducer, todo, clean: list(todo)
+
+    def ready(reducer: Any, todo: Any, clean: bool) -> list:
+        """Every item, or (``--cached``, or a reducer whose client is offline) the cached ones."""
+        offline = getattr(getattr(reducer, "client", None), "offline", False)
+        return cached_items(reducer, todo, clean) if args.cached or offline else list(todo)
+
     rows, notes = score_all(
         _table(args), items, not args.no_clean, args.seed, not args.no_progress, ready
     )

@@ -36,7 +36,7 @@ import numpy as np
 
 from lrlab.reducers.chunking import chunks_of, chunks_output, query_of
 from lrlib.core.step import Step
-from lrlib.reducers.base import Output, Reducer, lines_output, register_reducer
+from lrlib.reducers.base import Knob, Output, Reducer, lines_output, register_reducer
 
 K1, B = 1.5, 0.75  # bm25s's defaults
 STOPWORDS = (
@@ -287,11 +287,16 @@ def bm25_scores(documents: Sequence[str], query: str) -> np.ndarray:
     return scores_from_counts(*line_term_counts(documents, words), order)
 
 
-@register_reducer("bm25")
+@register_reducer
 class BM25(Reducer):
     """The ``top_k`` lines (``unit="lines"``) or chunks (``unit="chunks"``) by BM25."""
 
     name = "bm25"
+    listed = 5
+    sweep = (
+        Knob("top_k", (5, 10, 20, 40, 80, 160)),
+        Knob("top_k", (1, 2, 5, 10, 20, 40), "unit=chunks"),
+    )
 
     def __init__(
         self,

@@ -35,10 +35,10 @@ import numpy as np
 from lrlab.reducers.chunking import chunks_of, chunks_output, query_of
 from lrlab.reducers.embeddings import CachedEmbedder, Embedder, get_embedder
 from lrlib.core.step import Step
-from lrlib.reducers.base import Output, Reducer, register_reducer
+from lrlib.reducers.base import Knob, Output, Reducer, register_reducer
 
 
-@register_reducer("embedding")
+@register_reducer
 class EmbeddingRetriever(Reducer):
     """Top-``top_k`` chunks by cosine similarity to goal + history.
 
@@ -48,6 +48,9 @@ class EmbeddingRetriever(Reducer):
     """
 
     name = "embedding"
+    listed = 7
+    sweep = Knob("top_k", (1, 2, 5, 10, 20, 40))
+    embeds_tree = True  # its cost: embedding the tree in chunks (lrlib.eval.costs)
 
     def __init__(
         self,
@@ -99,6 +102,14 @@ class EmbeddingRetriever(Reducer):
             return [True] * len(steps)
         found = self.embedder.cached(set().union(*wanted))  # type: ignore[attr-defined]
         return [keys <= found for keys in wanted]
+
+    def live_work(self, steps: Sequence[Step]) -> str | None:
+        """What reducing ``steps`` computes live, in words (``lrlib evaluate``'s plan line
+        says it first), or None when every vector is cached."""
+        missing = len(steps) - sum(self.cached_steps(steps))
+        if not missing:
+            return None
+        return f"computes e5 vectors live (not in the pack): ~{missing * 2.4 / 60:.0f} min"
 
     def select(self, step: Step) -> Output:
         tree = step.axtree

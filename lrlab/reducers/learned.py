@@ -62,7 +62,7 @@ from lrlab.reducers.budget import (
 from lrlab.reducers.features import FEATURES, carriers, line_features
 from lrlab.reducers.suspect import line_reasons, own_hosts, suspect_lines
 from lrlib.core.step import Step
-from lrlib.reducers.base import Output, Reducer, get_reducer, lines_output, register_reducer  # noqa: F401 (doctest)
+from lrlib.reducers.base import Knob, Output, Reducer, get_reducer, lines_output, register_reducer  # noqa: F401 (doctest)
 
 MODEL_FILE = Path(__file__).with_name("learned_model.json")
 
@@ -150,7 +150,7 @@ def cached_features(step: Step) -> np.ndarray:
 KNOBS = ("budget", "overhead", "floor", "rescue")
 
 
-@register_reducer("learned")
+@register_reducer
 class Learned(Reducer):
     """Keep the best lines of the learned scorer within a token budget (default knobs: the
     ones grouped cross-validation chose, stored in the model file).
@@ -166,6 +166,8 @@ class Learned(Reducer):
     rows showing an identifier the goal names: :func:`~lrlab.reducers.budget.companion_lines`)."""
 
     name = "learned"
+    listed = 9
+    sweep = Knob("budget", (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.7))
 
     def __init__(
         self,

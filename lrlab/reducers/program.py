@@ -56,7 +56,7 @@ from lrlab.reducers.features import history_bids, kids_text, line_names, role_gr
 from lrlab.reducers.lexicon import goal_terms, stem, term_matcher
 from lrlab.reducers.suspect import suspect_lines
 from lrlib.core.step import Step
-from lrlib.reducers.base import Output, Reducer, lines_output, register_reducer
+from lrlib.reducers.base import Knob, Output, Reducer, lines_output, register_reducer
 
 __all__ = [
     "PARAMS_FILE", "Features", "Knobs", "Program", "goal_terms", "keep_lines", "line_features",
@@ -209,7 +209,7 @@ def keep_lines(features: Features, knobs: Knobs) -> list[int]:
     return [i + 1 for i, s in enumerate(score_lines(features, knobs)) if s >= knobs.threshold]
 
 
-@register_reducer("program")
+@register_reducer
 class Program(Reducer):
     """The tuned rule-based reducer. Any :class:`Knobs` field can be overridden by name;
     ``guard`` (default on) drops the lines :func:`lrlab.reducers.suspect.suspect_lines` flags;
@@ -217,6 +217,8 @@ class Program(Reducer):
     (:func:`with_context`)."""
 
     name = "program"
+    listed = 8
+    sweep = Knob("threshold", (-3.0, -2.0, -1.0, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0))
 
     def __init__(
         self,

@@ -21,7 +21,8 @@ import argparse
 from pathlib import Path
 
 from lrlab.scale.sharded import BACKENDS, check_backend, default_jobs, evaluate_file
-from lrlib.eval.evaluation import LLM_REDUCERS, markdown_table, specs_of
+from lrlib.eval.evaluation import markdown_table, specs_of
+from lrlib.reducers import describe
 
 #: below this many selected steps the evaluation runs in one process (measured on 2 cores:
 #: 117 steps x 4 reducers took 4.5 s in-process and 14 s with 2 fresh workers)
@@ -59,7 +60,7 @@ def applies(args: argparse.Namespace) -> bool:
     :data:`PARALLEL_FROM` steps or more (smaller ones keep the in-memory path)."""
     if getattr(args, "curves", False):
         return False
-    if any(spec.name in LLM_REDUCERS for spec in specs_of(args)):
+    if any(describe(spec.name).model_answers for spec in specs_of(args)):
         return False
     if getattr(args, "user_files", None):  # their reducers are registered in this process only
         return False

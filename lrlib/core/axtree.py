@@ -147,9 +147,9 @@ class AxTree:
         body = self.texts if texts is None else texts
         if len(body) != len(self.texts):
             raise ValueError(f"a view must keep one entry per line ({len(self.texts)})")
-        if fmt == NUMBER_FORMAT:
+        if fmt == NUMBER_FORMAT:  # the common case, fast: no None, the shared prefixes
             return "\n".join(map(operator.add, _prefixes(len(body)), body))
-        return "\n".join([fmt.format(n=n) + t for n, t in enumerate(body, 1)])
+        return "\n".join(number_lines(body, fmt))  # type: ignore[arg-type]
 
     def stub(self, index: int) -> str:
         """``[bid] role`` (or ``role``) of the 0-based line ``index``, with its indentation."""
@@ -170,13 +170,28 @@ def _prefixes(n: int) -> list[str]:
     """``NUMBER_FORMAT`` for 1..n (kept up to :data:`_MAX_PREFIXES`, a few MB)."""
     global _PREFIXES
     if n > _MAX_PREFIXES:
-        return [f"{k}: " for k in range(1, n + 1)]
+        return [NUMBER_FORMAT.format(n=k) for k in range(1, n + 1)]
     table = _PREFIXES
     if len(table) < n:  # a new table, swapped in whole: threads never see a partial one
         size = min(_MAX_PREFIXES, max(n, 2 * len(table)))
-        table = table + [f"{k}: " for k in range(len(table) + 1, size + 1)]
+        table = table + [NUMBER_FORMAT.format(n=k) for k in range(len(table) + 1, size + 1)]
         _PREFIXES = table
     return table[:n]
+
+
+def number_lines(
+    texts: Sequence[str | None], fmt: str = NUMBER_FORMAT, first: int = 1
+) -> list[str | None]:
+    """The one line numbering: each line prefixed by its number (the first is ``first``),
+    hidden lines (None) staying None, so numbers stay global whatever is shown.
+
+    >>> number_lines(["a", None, "c"]), number_lines(["x"], first=7)
+    (['1: a', None, '3: c'], ['7: x'])
+    """
+    if fmt == NUMBER_FORMAT and first == 1:
+        prefixes = _prefixes(len(texts))
+        return [None if t is None else p + t for p, t in zip(prefixes, texts, strict=True)]
+    return [None if t is None else fmt.format(n=n) + t for n, t in enumerate(texts, first)]
 
 
 def split_lines(text: str) -> list[str]:

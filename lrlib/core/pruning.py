@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from lrlib.core.axtree import LINE_HEADS, NUMBER_FORMAT, AxTree, parse
+from lrlib.core.axtree import LINE_HEADS, NUMBER_FORMAT, AxTree, number_lines, parse
 from lrlib.core.selection import Selection
 
 Strategy = Literal[
@@ -325,11 +325,11 @@ def render(
         raise ValueError(f"view {view!r} returned {len(texts)} entries for {len(tree)} lines")
     if window is not None and window != (1, len(tree)):
         a, b = window
-        lines = range(a, b + 1)
-        return "\n".join(fmt.format(n=n) + t for n in lines if (t := texts[n - 1]) is not None)
+        part = number_lines(texts[a - 1 : b], fmt, first=a)
+        return "\n".join(t for t in part if t is not None)
     if texts is tree.texts or None not in texts:
         return tree.numbered(fmt, texts)  # type: ignore[arg-type]
-    return "\n".join(fmt.format(n=n) + t for n, t in enumerate(texts, 1) if t is not None)
+    return "\n".join(t for t in number_lines(texts, fmt) if t is not None)
 
 
 def _full(tree: AxTree) -> list[str | None]:

@@ -31,7 +31,7 @@ from lrlib import paths
 from lrlib.core.prompts import PromptOptions, get_prompt
 from lrlib.core.step import Step
 from lrlib.core.tokens import DEFAULT_ENCODING
-from lrlib.llm.completions import TOKENS_PER_REPLY, chat_tokens
+from lrlib.llm.completions import chat_tokens
 from lrlib.settings import current
 
 if TYPE_CHECKING:
@@ -196,7 +196,7 @@ def retriever_prompt_tokens(
         prefix = 0
         if previous is not None and episode is not None and previous[0] == episode:
             shared = _shared_prefix(previous[1], user["content"])
-            prefix = chat_tokens([system, {"content": shared}], encoding) - TOKENS_PER_REPLY
+            prefix = chat_tokens([system, {"content": shared}], encoding, reply=False)
         previous = (episode, user["content"])
         rows.append(
             {
@@ -352,7 +352,8 @@ def observation_cost(
 ) -> pd.Series:
     """USD per step of showing the reduced observation: the agent reads ``tokens_after``;
     rows with ``retriever_prompt_tokens`` also pay the retriever (prompt, cached part and
-    ``retriever_output_tokens``); rows of reducer ``embedding*`` pay for embedding the tree
+    ``retriever_output_tokens``); rows of a reducer that embeds the tree (its class sets
+    ``embeds_tree``, e.g. ``embedding``) pay for embedding it
     in overlapping chunks (``tokens_before * embedding_overlap``) at ``embedding``'s price.
 
     >>> import pandas as pd
@@ -367,10 +368,20 @@ def observation_cost(
         produced = frame.get("retriever_output_tokens", 0.0 * prompt).fillna(0).astype(float)
         cost = cost + retriever.cost(prompt, produced, cached).fillna(0.0)
     if embedding is not None and "reducer" in frame:
-        embedded = frame["reducer"].astype(str).str.startswith("embedding")
+        embedded = frame["reducer"].astype(str).map(_embeds_tree).astype(bool)
         tokens = embedded * frame["tokens_before"].astype(float)
         cost = cost + tokens * embedding_overlap * embedding.input / 1e6
     return cost
+
+
+def _embeds_tree(label: str) -> bool:
+    """Whether the reducer of a results label embeds the tree (False for unknown labels)."""
+    from lrlib.reducers import describe
+
+    try:
+        return bool(getattr(describe(label), "embeds_tree", False))
+    except KeyError:
+        return False
 
 
 def configuration_table(

@@ -9,8 +9,8 @@ LineRetriever's response cache, per-line token counts in memory; re-running an e
 therefore only redoes the cheap reducers.
 
 :func:`sweep` varies one knob of one reducer (a budget, a keep ratio, a top-k) and returns
-a coverage-versus-reduction curve; :func:`curves` does so for every reducer in
-:data:`KNOBS`.
+a coverage-versus-reduction curve; :func:`curves` does so for every reducer that declares
+a knob (its class's ``sweep``, :class:`lrlib.reducers.Knob`; :func:`lrlib.reducers.knobs`).
 
 Reducers are given as names, as specs ``"name:key=value,key=value"`` (values read as
 Python literals when they can be), as :class:`~lrlib.reducers.Reducer` objects, or as a
@@ -36,50 +36,35 @@ from lrlib import runinfo
 from lrlib.core.step import Step
 from lrlib.data.evidence import horizon_lines, mfs_covered, mfs_sets
 from lrlib.eval import intervals, metrics
-from lrlib.reducers import Reducer, check_options, get_reducer, list_reducers
+from lrlib.reducers import (
+    Reducer,
+    check_options,
+    describe,
+    get_reducer,
+    knobs,
+    list_reducers,
+    listed_reducers,
+)
 
-# reducer -> (knob, values swept by default) for coverage-vs-reduction curves
-KNOBS: dict[str, tuple[str, tuple]] = {
-    "truncate": ("budget", (250, 500, 1000, 2000, 3000, 4000, 6000, 8000, 16000)),
-    "truncate-agentlab": ("max_prompt_tokens", (1500, 2000, 3000, 4000, 5000, 7000, 9000, 17000)),
-    "random": ("keep_ratio", (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9)),
-    "embedding": ("top_k", (1, 2, 5, 10, 20, 40)),
-    "bm25": ("top_k", (5, 10, 20, 40, 80, 160)),
-    "bm25:unit=chunks": ("top_k", (1, 2, 5, 10, 20, 40)),
-    "program": ("threshold", (-3.0, -2.0, -1.0, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)),
-    "learned": ("budget", (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.7)),
-}
 CURVE_BOOT = 1000  # bootstrap replicates per curve point (a curve has up to ten points)
 _CI_SUFFIXES = ("_lo", "_hi", "_n", "_episodes")
-LLM_REDUCERS = ("lineretriever",)  # replayed from a cache, not recomputed offline
-DEFAULT_REDUCERS = (
-    "full",
-    "truncate",
-    "truncate-agentlab",
-    "random",
-    "oracle",
-    "bm25",
-    "bm25:unit=chunks",
-    "embedding",
-    "program",
-    "learned",
-)
 META = ("episode", "benchmark", "task", "family", "step", "split", "episode_success",
         "episode_reward")  # fmt: skip
 
 
 def all_reducers(llm: bool = False) -> list[str]:
-    """:data:`DEFAULT_REDUCERS` plus every other registered reducer (a newly registered one
-    such as a learned scorer joins every results table this way); LLM reducers
-    (``lineretriever``) only with ``llm``, since they are replayed from a cache instead.
+    """The default listing (:func:`lrlib.reducers.listed_reducers`: the reducers whose class
+    sets ``listed``) plus every other registered reducer (a newly registered one joins every
+    results table this way); reducers of model answers (``model_answers``, e.g. LineRetriever)
+    only with ``llm``, since they are replayed from a cache instead.
 
     >>> names = all_reducers()
-    >>> names[: len(DEFAULT_REDUCERS)] == list(DEFAULT_REDUCERS), "lineretriever" in names
+    >>> names[: len(listed_reducers(False))] == listed_reducers(False), "lineretriever" in names
     (True, False)
     """
-    out = list(DEFAULT_REDUCERS)
+    out = listed_reducers(model_answers=llm)
     named = {parse_spec(s)[0] for s in out}
-    out += [n for n in list_reducers() if n not in named and (llm or n not in LLM_REDUCERS)]
+    out += [n for n in list_reducers() if n not in named and (llm or not describe(n).model_answers)]
     return out
 
 
@@ -133,7 +118,8 @@ def parse_reducers(text: str) -> list[ReducerSpec]:
             continue
         name, params = parse_spec(label)
         if name not in valid:
-            raise KeyError(f"unknown reducer {name!r}; valid reducers: {', '.join(valid)}")
+            hint = " (specs are separated by ';', options by ',')" if "," in name else ""
+            raise KeyError(f"unknown reducer {name!r}{hint}; valid reducers: {', '.join(valid)}")
         check_options(name, params)
         out.append(ReducerSpec(label, name, params))
     return out
@@ -147,7 +133,8 @@ def specs_of(args: argparse.Namespace) -> list[ReducerSpec]:
     ['full', 'random']
     """
     if getattr(args, "specs", None) is None:
-        args.specs = parse_reducers(args.reducers)
+        text = args.reducers if args.reducers is not None else ";".join(listed_reducers())
+        args.specs = parse_reducers(text)
     return args.specs
 
 
@@ -326,15 +313,20 @@ def sweep(
 
 
 def curves(steps: Any, reducers: Sequence[str] | None = None, progress: bool = True) -> Any:
-    """:func:`sweep` over the default values of :data:`KNOBS` for every reducer with a knob."""
+    """:func:`sweep` over the default values of each reducer's declared knob
+    (:func:`lrlib.reducers.knobs`), for ``reducers`` (specs) or every reducer with a knob."""
     import pandas as pd
 
     steps = as_steps(steps)
-    names = list(reducers) if reducers is not None else list(KNOBS)
+    table = knobs()
+    names = list(reducers) if reducers is not None else list(table)
     for spec in names:
-        if spec not in KNOBS:
-            raise KeyError(f"no knob known for {spec!r}; reducers with knobs: {', '.join(KNOBS)}")
-    frames = [sweep(spec, *KNOBS[spec], steps, progress=progress) for spec in names]
+        if spec not in table:
+            raise KeyError(f"no knob known for {spec!r}; reducers with knobs: {', '.join(table)}")
+    frames = [
+        sweep(spec, table[spec].option, table[spec].values, steps, progress=progress)
+        for spec in names
+    ]
     return pd.concat(frames, ignore_index=True)
 
 
@@ -397,8 +389,9 @@ def add_step_arguments(parser: argparse.ArgumentParser, example: str) -> None:
     the options shared by the commands that run reducers over recorded steps."""
     parser.add_argument(
         "--reducers",
-        default=";".join(DEFAULT_REDUCERS),
-        help=f"reducer specs separated by ';' (e.g. '{example}')",
+        default=None,
+        help=f"reducer specs separated by ';', not ',' (e.g. '{example}'; default: the "
+        "listed reducers, lrlib.reducers.listed_reducers())",
     )
     parser.add_argument(
         "--split",

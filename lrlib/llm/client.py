@@ -39,7 +39,6 @@ from typing import Any
 from lrlib import plugins
 from lrlib.llm.cache import ResponseCache, request_key
 from lrlib.llm.completions import (
-    TOKENS_PER_REPLY,
     Completion,
     Request,
     chat_tokens,
@@ -58,7 +57,7 @@ from lrlib.llm.errors import (
     LLMTimeout,
     classify,
 )
-from lrlib.settings import current
+from lrlib.settings import current, offline_reason
 
 __all__ = [
     "TOKEN_RATIO",
@@ -84,7 +83,11 @@ class LLMClient:
     reject a parameter (e.g. OpenAI reasoning models and ``temperature``) pass ``None``;
     ``extra`` adds endpoint-specific parameters (they count in the cache key).
     ``cache``: a :class:`ResponseCache`, True for the default one, False for none.
-    ``offline=True`` answers from the cache only (:class:`CacheMissError` otherwise).
+    Offline (:func:`lrlib.settings.offline_reason`: ``LRLIB_OFFLINE=1`` always; ``offline``
+    when given; else live with ``LRLIB_OFFLINE=0`` or an endpoint, passed or in the
+    environment) it answers from the cache only: it starts no server and opens no
+    connection, and an uncached request raises :class:`CacheMissError`, one line that says
+    how to go live.
     ``max_retries`` and ``timeout`` (seconds per attempt) go to ``openai.OpenAI``.
     """
 
@@ -103,7 +106,7 @@ class LLMClient:
         concurrency: int = 8,
         cache: ResponseCache | bool = True,
         refresh: bool = False,
-        offline: bool = False,
+        offline: bool | None = None,
         context_tokens: int | None = None,
         token_ratio: float | None = None,
     ) -> None:
@@ -123,7 +126,8 @@ class LLMClient:
         elif cache is not False and refresh:
             cache.refresh = True
         self.cache: ResponseCache | None = None if cache is False else cache  # (len 0 is falsy)
-        self.offline = offline
+        self.offline_reason = offline_reason(offline, endpoint=bool(base_url or api_key))
+        self.offline = self.offline_reason is not None
         self.context_tokens = (
             context_tokens
             or current().context_tokens
@@ -189,8 +193,21 @@ class LLMClient:
         >>> c.estimate_tokens([{"role": "user", "content": "hello"}])
         27
         """
-        o200k = chat_tokens(messages) - TOKENS_PER_REPLY + 5 * len(messages)
+        o200k = chat_tokens(messages, reply=False) + 5 * len(messages)
         return int(o200k * self.token_ratio) + 16
+
+    def tree_budget(self, estimate: int, tree_tokens: int, reserve: int) -> int:
+        """o200k tokens of tree that fit this client's context beside the rest of a prompt
+        whose :meth:`estimate_tokens` is ``estimate`` with a tree of ``tree_tokens`` (o200k),
+        leaving ``reserve`` model tokens for the answer: the inverse of the estimate.
+
+        >>> c = LLMClient("m", base_url="http://localhost:8000/v1", cache=False, context_tokens=1000)
+        >>> c.tree_budget(estimate=400, tree_tokens=300, reserve=100)
+        684
+        """
+        assert self.context_tokens is not None
+        overhead = estimate - int(tree_tokens * self.token_ratio)
+        return int((self.context_tokens - reserve - overhead) / self.token_ratio)
 
     def cached(self, request: Request) -> Completion | None:
         """The cached answer to ``request``, if any (no network)."""
@@ -218,8 +235,9 @@ class LLMClient:
             return hit
         if self.offline:
             raise CacheMissError(
-                f"offline and no cached answer for {self.model} (key {key[:12]}); "
-                "run once with the endpoint available, or turn offline off"
+                f"no cached answer for {self.model} (key {key[:12]}) and offline "
+                f"({self.offline_reason}): set OPENAI_BASE_URL (an endpoint) or LRLIB_OFFLINE=0 "
+                "(the embedded model) to ask a model"
             )
         with self._lock:
             pending = self._inflight.get(key)

@@ -27,17 +27,19 @@ TOKENS_PER_MESSAGE = 3
 TOKENS_PER_REPLY = 3
 
 
-def chat_tokens(messages: Sequence[Mapping[str, str]], encoding: str = DEFAULT_ENCODING) -> int:
+def chat_tokens(
+    messages: Sequence[Mapping[str, str]], encoding: str = DEFAULT_ENCODING, reply: bool = True
+) -> int:
     """Prompt tokens of one chat request, as OpenAI's chat models count them: the messages'
-    tokens, :data:`TOKENS_PER_MESSAGE` each, and :data:`TOKENS_PER_REPLY`. The one formula
-    for prompt tokens (client estimate, cost model, ablations).
+    tokens, :data:`TOKENS_PER_MESSAGE` each, and :data:`TOKENS_PER_REPLY` (``reply=False``:
+    without them, e.g. a prefix of the prompt). The one formula for prompt tokens (client
+    estimate and context planning, cost model, ablations).
 
-    >>> chat_tokens([{"role": "user", "content": "hello"}])
-    7
+    >>> chat_tokens([{"role": "user", "content": "hello"}]), chat_tokens([{"content": "hello"}], reply=False)
+    (7, 4)
     """
-    return (
-        sum(count_tokens(m["content"], encoding) + TOKENS_PER_MESSAGE for m in messages)
-        + TOKENS_PER_REPLY
+    return sum(count_tokens(m["content"], encoding) + TOKENS_PER_MESSAGE for m in messages) + (
+        TOKENS_PER_REPLY if reply else 0
     )
 
 

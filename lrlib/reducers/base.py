@@ -13,6 +13,13 @@ class times it and counts tokens (counting is not part of the latency).
 >>> r.kept, r.tokens_after <= r.tokens_before
 ([1], True)
 
+A reducer describes itself on its class: ``name`` (declared once; ``@register_reducer``
+registers the class under it), ``listed`` (its place in the default listing of
+``lrlib evaluate`` and the results tables; None: not listed), ``sweep`` (the :class:`Knob`
+its coverage-vs-reduction curve varies, with the values swept by default), ``model_answers``
+(its results are a language model's answers, replayed from the response cache offline) and
+``uses_target`` (it reads the recorded action: an upper bound, never a fallback).
+
 The registry (the last section): :func:`register_reducer` (a decorator), and
 :func:`get_reducer` / :func:`list_reducers`, which first import every module of the
 ``lrlib/reducers/`` folder (so a reducer file registers itself by being there: no list to
@@ -39,6 +46,29 @@ from lrlib.core.axtree import AxTree
 from lrlib.core.pruning import prune
 from lrlib.core.step import Step
 from lrlib.core.tokens import DEFAULT_ENCODING, count_lines, count_tokens
+
+
+@dataclass(frozen=True)
+class Knob:
+    """The knob a reducer's coverage-vs-reduction curve sweeps (:func:`lrlib.eval.evaluation.sweep`):
+    the option's name and the values swept by default. ``variant`` fixes other options for
+    a variant swept on its own (``"unit=chunks"``: the curve of ``bm25:unit=chunks``).
+
+    A reducer declares it on its class, ``sweep = Knob("budget", (500, 1000, 2000))``, or
+    one per variant, ``sweep = (Knob("top_k", (5, 10)), Knob("top_k", (1, 2), "unit=chunks"))``;
+    :func:`knobs` collects every registered reducer's.
+
+    >>> Knob("top_k", (1, 2), "unit=chunks").spec("bm25")
+    'bm25:unit=chunks'
+    """
+
+    option: str
+    values: tuple[Any, ...]
+    variant: str = ""
+
+    def spec(self, name: str) -> str:
+        """The reducer spec this knob's curve runs (``name``, or ``name:variant``)."""
+        return f"{name}:{self.variant}" if self.variant else name
 
 
 @dataclass
@@ -77,9 +107,18 @@ class Reduction:
 
 
 class Reducer(ABC):
-    """Base class: subclasses set ``name`` and implement :meth:`select`."""
+    """Base class: subclasses set ``name`` and implement :meth:`select`; the other class
+    attributes describe the reducer to the listings and sweeps (module docstring)."""
 
     name: ClassVar[str] = "reducer"
+    #: place in the default listing (lower first); None: registered but not listed
+    listed: ClassVar[float | None] = None
+    #: the knob(s) of its coverage-vs-reduction curves: one :class:`Knob`, or one per variant
+    sweep: ClassVar[Knob | tuple[Knob, ...]] = ()
+    #: results are a language model's answers (replayed from the response cache offline)
+    model_answers: ClassVar[bool] = False
+    #: reads the recorded action (an upper bound): never a fallback
+    uses_target: ClassVar[bool] = False
 
     def __init__(self, encoding: str = DEFAULT_ENCODING, **params: Any) -> None:
         self.encoding = encoding
@@ -120,15 +159,32 @@ class Reducer(ABC):
             out.extra,
         )
 
+    def requests(self, step: Step) -> list[Any]:
+        """The model requests reducing ``step`` sends (each through ``self.client``'s
+        response cache): none for a plain reducer; a model-backed one returns them."""
+        return []
+
     def cached_steps(self, steps: Sequence[Step]) -> list[bool]:
         """Which ``steps`` this reducer can reduce offline, without computing anything a
-        model would (answers, vectors): all of them for plain reducers; reducers that read a
-        cache override it.
+        model would: all of them for plain reducers; for one with a ``client``, the steps
+        whose :meth:`requests` are all in its response cache (read without any network;
+        a step whose requests cannot be made, e.g. too long for the context, is not).
 
-        >>> Reducer.cached_steps(None, [Step(goal="g", tree="a")])
+        >>> Reducer.cached_steps(object(), [Step(goal="g", tree="a")])
         [True]
         """
-        return [True] * len(steps)
+        client = getattr(self, "client", None)
+        if client is None:
+            return [True] * len(steps)
+        out = []
+        for step in steps:
+            try:
+                needed = self.requests(step)
+            except Exception:
+                out.append(False)
+                continue
+            out.append(bool(needed) and all(client.cached(r) is not None for r in needed))
+        return out
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self._params.items())
@@ -172,14 +228,31 @@ _REGISTRY: dict[str, Callable[..., Reducer]] = {}
 
 
 def register_reducer(
-    name: str, factory: Callable[..., Reducer] | None = None, *, overwrite: bool = False
+    name: Any = None, factory: Callable[..., Reducer] | None = None, *, overwrite: bool = False
 ):
-    """Register a reducer class or factory under ``name`` (usable as a decorator)."""
+    """Register a reducer class under its ``name`` attribute (a decorator: ``@register_reducer``
+    or ``@register_reducer(overwrite=True)``), or a factory under ``name``.
+
+    >>> @register_reducer(overwrite=True)
+    ... class KeepNone(Reducer):
+    ...     name = "keep-none"
+    ...     def select(self, step):
+    ...         return Output(text="", kept=[])
+    >>> "keep-none" in list_reducers()
+    True
+    """
+    if isinstance(name, type) or (callable(name) and factory is None):
+        return register_reducer(None, name, overwrite=overwrite)  # bare @register_reducer
 
     def add(f: Callable[..., Reducer]) -> Callable[..., Reducer]:
-        if name in _REGISTRY and not overwrite:
-            raise ValueError(f"reducer {name!r} exists; pass overwrite=True to replace it")
-        _REGISTRY[name] = f
+        key = name or getattr(f, "name", None)
+        if not isinstance(key, str) or key == Reducer.name:
+            raise ValueError(f"{f!r} declares no name: set its class attribute name = '...'")
+        if isinstance(f, type) and f.name == Reducer.name:
+            f.name = key  # an old-style @register_reducer("x") on a class without a name
+        if key in _REGISTRY and not overwrite:
+            raise ValueError(f"reducer {key!r} exists; pass overwrite=True to replace it")
+        _REGISTRY[key] = f
         return f
 
     return add(factory) if factory is not None else add
@@ -198,6 +271,62 @@ def list_reducers() -> list[str]:
     """Names of the registered reducers."""
     _load_builtins()
     return sorted(_REGISTRY)
+
+
+def describe(name: str) -> type[Reducer]:
+    """The class registered as ``name`` (a factory that is not a class, or a class registered
+    under another name than its own: the base class's description, i.e. unlisted, no knob).
+    A spec ``name:options`` gives its reducer's.
+
+    >>> describe("truncate:budget=500").name, describe("full").model_answers
+    ('truncate', False)
+    """
+    _load_builtins()
+    base = name.partition(":")[0].partition("+")[0].strip()
+    if base not in _REGISTRY:
+        raise KeyError(f"unknown reducer {base!r}; valid reducers: {', '.join(sorted(_REGISTRY))}")
+    factory = _REGISTRY[base]
+    own = isinstance(factory, type) and issubclass(factory, Reducer) and factory.name == base
+    return factory if own else Reducer  # a class registered under another name: undescribed
+
+
+def listed_reducers(model_answers: bool = True) -> list[str]:
+    """The default listing: the specs of every reducer whose class sets ``listed``, in that
+    order, each followed by its swept variants (``bm25:unit=chunks``); reducers with
+    ``model_answers`` only when ``model_answers``.
+
+    >>> listed_reducers()[:3]
+    ['full', 'truncate', 'truncate-agentlab']
+    """
+    _load_builtins()
+    ranked = sorted(
+        (describe(n).listed, n)
+        for n in _REGISTRY
+        if describe(n).listed is not None and (model_answers or not describe(n).model_answers)
+    )
+    out: list[str] = []
+    for _, n in ranked:
+        out += [n] + [k.spec(n) for k in _knobs_of(n) if k.variant]
+    return out
+
+
+def _knobs_of(name: str) -> tuple[Knob, ...]:
+    sweep = describe(name).sweep
+    return (sweep,) if isinstance(sweep, Knob) else tuple(sweep)
+
+
+def knobs() -> dict[str, Knob]:
+    """Every registered reducer's swept knobs, by the spec each curve runs (a reducer in
+    its own file declares ``sweep`` and is swept like a shipped one).
+
+    >>> knobs()["truncate"].option
+    'budget'
+    """
+    _load_builtins()
+    ranked = sorted(
+        _REGISTRY, key=lambda n: (describe(n).listed is None, describe(n).listed or 0, n)
+    )
+    return {k.spec(n): k for n in ranked for k in _knobs_of(n)}
 
 
 def _signatures(name: str) -> Iterator[tuple[Any, inspect.Signature]]:
@@ -259,9 +388,24 @@ def check_options(name: str, options: dict) -> None:
         )
     kinds = _option_kinds(name)
     for key, value in options.items():
-        kind = kinds.get(key)
-        if kind is not None and not _fits(value, kind):
-            raise ValueError(f"reducer {name!r} option {key!r} takes {_KINDS[kind]}, not {value!r}")
+        check_kind(name, key, value, kinds.get(key))
+
+
+def check_kind(name: str, option: str, value: Any, kind: type | str | None) -> None:
+    """Raise ValueError (one line) when ``value`` may not stand where option ``option`` of
+    reducer ``name``, of kind ``kind`` (bool, int, float or str, or an annotation such as
+    ``"int | None"``; None: not checked), goes. The one check of an option's kind.
+
+    >>> check_kind("lineretriever", "budget", "abc", "int | None")
+    Traceback (most recent call last):
+    ...
+    ValueError: reducer 'lineretriever' option 'budget' takes an integer, not 'abc'
+    """
+    if isinstance(kind, str):
+        plain = kind.replace(" ", "").removesuffix("|None").removeprefix("None|")
+        kind = {k.__name__: k for k in _KINDS}.get(plain)
+    if kind in _KINDS and not _fits(value, kind):
+        raise ValueError(f"reducer {name!r} option {option!r} takes {_KINDS[kind]}, not {value!r}")
 
 
 # the kinds of option a default value stands for (None or other defaults: not checked)
@@ -296,7 +440,7 @@ def _option_kinds(name: str) -> dict[str, type]:
     out: dict[str, type] = {}
     for _, sig in _signatures(name):
         for p in sig.parameters.values():
-            kind = type(p.default) if p.default not in (p.empty, None) else None
+            kind: Any = type(p.default) if p.default not in (p.empty, None) else None
             if kind is None and isinstance(p.annotation, str):  # postponed annotations
                 plain = p.annotation.replace(" ", "").removesuffix("|None").removeprefix("None|")
                 kind = {k.__name__: k for k in _KINDS}.get(plain)

@@ -43,10 +43,10 @@ from itertools import accumulate
 
 from lrlib.core.step import Step
 from lrlib.core.tokens import count_tokens, get_encoding, truncate_bottom
-from lrlib.reducers.base import Output, Reducer, lines_output, register_reducer
+from lrlib.reducers.base import Knob, Output, Reducer, lines_output, register_reducer
 
 
-@register_reducer("full")
+@register_reducer
 class Full(Reducer):
     """No reduction: the whole tree, every line kept.
 
@@ -55,6 +55,7 @@ class Full(Reducer):
     """
 
     name = "full"
+    listed = 0
 
     def select(self, step: Step) -> Output:
         tree = step.axtree
@@ -72,7 +73,7 @@ def step_seed(seed: int, step: Step) -> int:
     return int.from_bytes(hashlib.sha256(f"{seed}\0{key}".encode()).digest()[:8], "big")
 
 
-@register_reducer("random")
+@register_reducer
 class RandomLines(Reducer):
     """Keep ``round(keep_ratio * n)`` lines drawn uniformly at random (seeded per step).
 
@@ -83,6 +84,8 @@ class RandomLines(Reducer):
     """
 
     name = "random"
+    listed = 3
+    sweep = Knob("keep_ratio", (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9))
 
     def __init__(
         self,
@@ -111,13 +114,15 @@ class RandomLines(Reducer):
         return lines_output(step.axtree, lines, self.strategy, self.markers)
 
 
-@register_reducer("oracle")
+@register_reducer
 class Oracle(Reducer):
     """The target lines of the recorded next action, with their ancestors as stubs
     (``strategy="structure"``: the paper's structure-preserving rendering). A step whose
     action names no element in the tree keeps nothing."""
 
     name = "oracle"
+    listed = 4
+    uses_target = True
 
     def __init__(self, strategy: str = "structure", markers: bool = False, **kwargs) -> None:
         self.strategy, self.markers = strategy, markers
@@ -141,11 +146,13 @@ ELEMENTS = {"tree": ("", ""), "axtree": (AXTREE_HEAD, "\n")}
 _FILLER = "Follow the instructions and answer with one action. "
 
 
-@register_reducer("truncate")
+@register_reducer
 class Truncate(Reducer):
     """Keep the longest prefix of whole lines within ``budget`` tokens."""
 
     name = "truncate"
+    listed = 1
+    sweep = Knob("budget", (250, 500, 1000, 2000, 3000, 4000, 6000, 8000, 16000))
 
     def __init__(self, budget: int = 2000, **kwargs) -> None:
         if budget < 0:
@@ -160,7 +167,7 @@ class Truncate(Reducer):
         return Output(text=text, kept=list(range(1, n + 1)))
 
 
-@register_reducer("truncate-agentlab")
+@register_reducer
 class AgentLabTruncate(Reducer):
     """AgentLab's ``fit_tokens`` + ``Trunkater``, reproduced exactly (see the module doc).
 
@@ -172,6 +179,8 @@ class AgentLabTruncate(Reducer):
     """
 
     name = "truncate-agentlab"
+    listed = 2
+    sweep = Knob("max_prompt_tokens", (1500, 2000, 3000, 4000, 5000, 7000, 9000, 17000))
 
     def __init__(
         self,

@@ -30,10 +30,10 @@ then finish its answer. ``latency_s`` of a result is the local work plus the rec
 latency of its model calls (a replay reports the original latency; ``usage["from_cache"]``
 says so).
 
->>> config = RetrieverConfig(view="compact", answer="json", think=False, model="gpt-4.1-mini")
+>>> config = RetrieverConfig(view="full", answer="tags", model="gpt-4.1-mini")
 >>> r = LineRetriever(config, base_url="http://localhost:1/v1", cache=False)
 >>> r.params["view"], r.params["answer"], r.config.prompt
-('compact', 'json', 'paper')
+('full', 'tags', 'paper')
 """
 
 from __future__ import annotations
@@ -45,13 +45,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from lrlib.core.axtree import number_lines
 from lrlib.core.prompts import PromptOptions, get_prompt
 from lrlib.core.pruning import STRATEGIES, attach_hidden, get_view, prune, render
 from lrlib.core.ranges import AnswerParseError, Selection, parse_answer
 from lrlib.core.step import Step
 from lrlib.core.tokens import DEFAULT_ENCODING, count_tokens, line_token_counts, truncate_bottom
 from lrlib.llm.client import Completion, ContextLengthError, LLMClient, LLMTimeout, Request
-from lrlib.reducers.base import Output, Reducer, Reduction, register_reducer
+from lrlib.reducers.base import Output, Reducer, Reduction, check_kind, register_reducer
 
 THINK_CHARS = 600  # bounded schema: the longest "think" string
 FAILURE_POLICIES = ("full", "truncate", "closed", "fallback:<reducer>")
@@ -65,8 +66,6 @@ _MAX_SPLITS = 4
 _CLIENT_FIELDS = ("model", "max_tokens", "temperature", "seed")
 
 Window = tuple[int, int]
-_KINDS = {"bool": bool, "int": int, "float": float, "str": str}
-_WORDS = {"bool": "True or False", "int": "an integer", "float": "a number", "str": "a word"}
 
 
 # --- 1. the configuration ---------------------------------------------------------------
@@ -76,45 +75,41 @@ _WORDS = {"bool": "True or False", "int": "an integer", "float": "a number", "st
 class RetrieverConfig:
     """Everything that shapes what LineRetriever asks and keeps: the prompt (variant, view,
     answer mode, switches), the pruning, the failure policy, and the model and sampling its
-    client uses when none is given. The CLI, the notebooks and the shipped default
-    (:data:`lrlib.report.run.DEFAULT_CONFIG`) each build one.
+    client uses when none is given.
 
-    >>> RetrieverConfig().replace(answer="json").answer
-    'json'
+    ``RetrieverConfig()`` is **the** shipped default, the one configuration whose answers of
+    the embedded model ship in ``data/cache/llm``: ``lrlib.get_reducer("lineretriever")``,
+    ``lrlib run``, ``lrlib evaluate`` and the notebooks all start from it (compact view,
+    JSON answers under a bounded schema, no free-form reasoning: SmolLM2 writes ~26 tokens/s
+    on 2 cores). Change a field with :meth:`replace` (or a reducer option); the prompt hash
+    then changes, and the shipped answers no longer apply.
+
+    >>> RetrieverConfig().replace(answer="tags").answer, RetrieverConfig().view
+    ('tags', 'compact')
     """
 
     prompt: str = "paper"
-    view: str = "full"
-    answer: str = "tags"
-    think: bool = True
+    view: str = "compact"
+    answer: str = "json"  # structured output: the embedded model closes it, tags it does not
+    think: bool = False
     history: bool = True
     strategy: str = "structure"
     markers: bool = True
     on_failure: str = "full"
     budget: int | None = None
     min_lines: int = 3
-    max_ranges: int | None = None
+    max_ranges: int | None = 6  # structured mode: a bounded schema, so SmolLM2 closes its JSON
     sanitize: bool = False
     encoding: str = DEFAULT_ENCODING
     model: str | None = None  # the client's (None: LRLIB_MODEL, or the embedded model)
-    max_tokens: int | None = 512
+    max_tokens: int | None = 128
     temperature: float | None = 0.0
     seed: int | None = 0
 
     def __post_init__(self) -> None:
         """A value of another kind than its field's (``budget="abc"``) fails here, in one line."""
         for f in fields(self):
-            plain = str(f.type).replace(" ", "").removesuffix("|None")
-            kind, value = _KINDS.get(plain), getattr(self, f.name)
-            if kind is None or value is None:
-                continue
-            ok = isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
-            if kind is float:
-                ok = isinstance(value, int | float) and not isinstance(value, bool)
-            if not ok:
-                raise ValueError(
-                    f"reducer 'lineretriever' option {f.name!r} takes {_WORDS[plain]}, not {value!r}"
-                )
+            check_kind(LineRetriever.name, f.name, getattr(self, f.name), str(f.type))
 
     def replace(self, **changes: Any) -> RetrieverConfig:
         """A copy with ``changes`` (an unknown name raises TypeError)."""
@@ -131,7 +126,7 @@ class RetrieverConfig:
 _CONFIG_FIELDS = frozenset(f.name for f in fields(RetrieverConfig))
 
 
-@register_reducer("lineretriever")
+@register_reducer
 class LineRetriever(Reducer):
     """The paper's LLM retriever (see the module docstring).
 
@@ -143,6 +138,8 @@ class LineRetriever(Reducer):
     """
 
     name = "lineretriever"
+    listed = 10  # in lrlib evaluate's default listing: the steps whose answers are cached
+    model_answers = True
 
     def __init__(
         self,
@@ -267,31 +264,27 @@ class LineRetriever(Reducer):
         estimate = self.client.estimate_tokens(whole)
         if estimate + reserve <= context:
             return [(1, n)]
-        ratio = self.client.token_ratio
         observation = count_tokens(render(tree, self.options.view), self.encoding)
-        overhead = estimate - int(observation * ratio)
-        budget = int((context - reserve - overhead) / ratio) - 32
+        budget = self.client.tree_budget(estimate, observation, reserve) - 32
         if budget < 64:
-            raise ContextLengthError(f"the prompt without the tree needs {overhead} tokens")
-        lines = numbered_lines(get_view(self.options.view)(tree))
+            raise ContextLengthError(f"the prompt without the tree needs {estimate} tokens")
+        lines = number_lines(get_view(self.options.view)(tree))
         return plan_windows(lines, tree.depths, budget, self.encoding)
 
-    def cached_steps(self, steps: Sequence[Step]) -> list[bool]:
-        """Whether the response cache holds every answer each step needs (its planned
-        windows' requests), read without any network; a step that cannot be planned
-        (e.g. a prompt too long for the context) is not."""
-        out = []
-        for step in steps:
-            try:
-                windows = self.plan(step)
-            except Exception:
-                out.append(False)
-                continue
-            out.append(
-                bool(windows)
-                and all(self.client.cached(self.request(step, w)) is not None for w in windows)
-            )
-        return out
+    def _requests(self, shown: Step) -> list[tuple[Window, Request]]:
+        """Each planned window of ``shown`` with its request, each prompt built once (the
+        one-window prompt is the one the plan measured)."""
+        whole = self._build(shown, None)
+        n = len(shown.axtree)
+        return [
+            (w, self._request(shown, w, whole if w == (1, n) else None))
+            for w in self._plan(shown, whole)
+        ]
+
+    def requests(self, step: Step) -> list[Request]:
+        """The requests reducing ``step`` sends, one per planned window (what
+        :meth:`~lrlib.reducers.base.Reducer.cached_steps` looks up in the cache)."""
+        return [r for _, r in self._requests(self.shown(step))]
 
     def fits(self, step: Step) -> bool:
         """True when ``step`` needs a single window."""
@@ -346,22 +339,22 @@ class LineRetriever(Reducer):
         completions: list[tuple[Window, Completion]] = []
         if n == 0:
             return Output(text="", kept=[], usage=self._usage([], 0.0))
-        whole = self._build(shown, None)  # the one-window prompt: planned on, then sent
         lines = get_view(self.options.view)(tree)
         wall = time.perf_counter()
         try:
-            windows = self._plan(shown, whole)
+            planned = self._requests(shown)  # each window's prompt, built once
         except ContextLengthError:
-            windows = []
-        if not windows:
+            planned = []
+        if not planned:
             return self._fallback(step, shown, "context", completions, 0.0, [])
+        windows = [w for w, _ in planned]
         several = len(windows) > 1
 
-        def ask(window: Window) -> list[Selection]:
-            request = self._request(shown, window, whole if window == (1, n) else None)
+        def ask(item: tuple[Window, Request]) -> list[Selection]:
+            window, request = item
             return self._ask(shown, window, lines, completions, several, 0, request)
 
-        outcomes = each(ask, windows, self.client.parallel)
+        outcomes = each(ask, planned, self.client.parallel)
         wall = time.perf_counter() - wall
         for outcome in outcomes:  # the first failure in line order decides, deterministically
             if isinstance(outcome, _Failure):
@@ -399,7 +392,7 @@ class LineRetriever(Reducer):
         except LLMTimeout:
             raise _Failure("timeout") from None
         if completion is None:  # too long after all: halve the window and ask again
-            halves = split_window(numbered_lines(lines), shown.axtree.depths, window)
+            halves = split_window(number_lines(lines), shown.axtree.depths, window)
             if depth >= _MAX_SPLITS or len(halves) < 2:
                 raise _Failure("context")
 
@@ -505,7 +498,7 @@ def failure_reducer(policy: str, budget: int | None) -> Any:
     >>> failure_reducer("closed", None) is None, CLOSED_NOTICE.format(reason="timeout")[:33]
     (True, '[observation withheld: the page f')
     """
-    from lrlib.reducers.base import get_reducer, list_reducers
+    from lrlib.reducers.base import describe, get_reducer, list_reducers
 
     if policy in ("full", "closed"):
         return None
@@ -514,13 +507,17 @@ def failure_reducer(policy: str, budget: int | None) -> Any:
             raise ValueError("on_failure='truncate' needs budget=<tokens>")
         return None
     name = policy.removeprefix("fallback:")
-    valid = [r for r in list_reducers() if r not in ("lineretriever", "oracle")]  # oracle: cheats
+    valid = [  # no model (a failure must not ask one again), no look at the recorded action
+        r for r in list_reducers() if not (describe(r).model_answers or describe(r).uses_target)
+    ]
     if not policy.startswith("fallback:") or name not in valid:
         raise ValueError(
             f"unknown on_failure {policy!r}; valid: full, truncate, closed, "
             + ", ".join(f"fallback:{r}" for r in valid)
         )
-    extra = {"budget": budget} if budget and name.startswith("truncate") else {}
+    from lrlib.reducers.baselines import Truncate
+
+    extra = {"budget": budget} if budget and issubclass(describe(name), Truncate) else {}
     return get_reducer(name, **extra)
 
 
@@ -529,15 +526,6 @@ def failure_reducer(policy: str, budget: int | None) -> Any:
 # keeps the global line numbers (line 812 is "812:" in whichever window shows it), the model
 # is asked once per window, and the selections are merged. Cuts prefer shallow lines near
 # the end of a window, so a form or a table is not split when it can be helped.
-
-
-def numbered_lines(shown: Sequence[str | None]) -> list[str | None]:
-    """The shown lines with their global numbers; hidden lines (None) stay None.
-
-    >>> numbered_lines(["a", None, "c"])
-    ['1: a', None, '3: c']
-    """
-    return [None if t is None else f"{n}: {t}" for n, t in enumerate(shown, 1)]
 
 
 def plan_windows(

@@ -40,13 +40,15 @@ def plan(args: Any) -> str:
 def run(args: Any) -> int:
     """Show both layers; with ``--refresh`` rewrite the shipped layer (maintainers only)."""
     if args.refresh:
-        from lrlib.reducers.lineretriever import LineRetriever
-        from lrlib.report.run import DEFAULT_ANSWERS, DEFAULT_CONFIG, default_steps, run_steps
+        from lrlib.llm.errors import MODEL_ID
+        from lrlib.reducers.lineretriever import LineRetriever, RetrieverConfig
+        from lrlib.report.run import DEFAULT_ANSWERS, default_steps, run_steps
 
         shipped = ResponseCache(paths.shipped_cache_dir(), refresh=True)
         steps = default_steps()[: args.limit]
-        retrievers = [
-            LineRetriever(DEFAULT_CONFIG.replace(answer=a), cache=shipped) for a in DEFAULT_ANSWERS
+        retrievers = [  # the embedded model, asked (the command said so first)
+            LineRetriever(RetrieverConfig(answer=a, model=MODEL_ID), cache=shipped, offline=False)
+            for a in DEFAULT_ANSWERS
         ]
         run_steps(steps, retrievers)
     for name, root in (("shipped", paths.shipped_cache_dir()), ("user", paths.user_cache_dir())):

@@ -2,11 +2,11 @@
 and print the summary table with its intervals (:func:`lrlib.eval.evaluation.evaluate`).
 
 Offline means no model is asked behind the user's back: LineRetriever runs in the
-configuration whose answers ship (:data:`lrlib.report.run.DEFAULT_CONFIG`, JSON answers)
-and replays them; steps without a cached answer are skipped and counted. It asks a model
-only when told to (``LRLIB_OFFLINE=0``, an endpoint in ``OPENAI_BASE_URL``, or
-``lineretriever:offline=False``), and the plan line says so, with how many answers and
-roughly how long, before anything starts.
+shipped default configuration (``RetrieverConfig()``, as ``lrlib.get_reducer`` builds it)
+and replays its answers; steps without a cached answer are skipped and counted. It asks a
+model only when told to (``LRLIB_OFFLINE=0``, an endpoint in ``OPENAI_BASE_URL``, or
+``lineretriever:offline=False``: :func:`lrlib.settings.offline_reason`), and the plan line
+says so, with how many answers and roughly how long, before anything starts.
 
 Large files go to an evaluate backend plugin (:func:`lrlib.plugins.evaluate_backend`; the
 research wing's reads them by episode on every core, with ``--jobs`` and ``--backend``).
@@ -21,7 +21,6 @@ from typing import Any
 
 from lrlib import plugins
 from lrlib.eval.evaluation import (
-    KNOBS,
     ReducerSpec,
     add_step_arguments,
     count_arg,
@@ -30,6 +29,7 @@ from lrlib.eval.evaluation import (
     markdown_table,
     specs_of,
 )
+from lrlib.reducers import knobs
 
 
 def _backend(args: argparse.Namespace | None = None) -> Any:
@@ -91,9 +91,9 @@ def _steps(args: argparse.Namespace) -> list[Any]:
 
 
 def build_reducers(specs: list[ReducerSpec]) -> dict[str, Any]:
-    """Label -> reducer, each built once; LineRetriever in the shipped configuration (cached
-    JSON answers of the embedded model) and offline unless the environment or the spec says
-    otherwise.
+    """Label -> reducer, each built once, as :func:`lrlib.get_reducer` builds it (so
+    LineRetriever in the shipped default configuration, offline unless the environment or
+    the spec says otherwise).
 
     >>> from lrlib.eval.evaluation import parse_reducers
     >>> table = build_reducers(parse_reducers("full;lineretriever"))
@@ -101,16 +101,8 @@ def build_reducers(specs: list[ReducerSpec]) -> dict[str, Any]:
     ('json', True)
     """
     from lrlib.reducers import get_reducer
-    from lrlib.report.replay import lineretriever
-    from lrlib.report.run import DEFAULT_ANSWER
 
-    table: dict[str, Any] = {}
-    for label, name, params in specs:
-        if name == "lineretriever":
-            table[label] = lineretriever(**{"answer": DEFAULT_ANSWER, **params})
-        else:
-            table[label] = get_reducer(name, **params)
-    return table
+    return {label: get_reducer(name, **params) for label, name, params in specs}
 
 
 def _cached(args: argparse.Namespace) -> dict[str, list[Any]]:
@@ -166,10 +158,10 @@ def plan(args: argparse.Namespace) -> str:
             f"{label} asks the model {client.model} ({client.endpoint.kind}) live for {new} "
             f"uncached steps, {model_time(client, new)}; {cached} replay from the cache"
         )
-    if args.split != "validation" and any(s.startswith("embedding") for s in table):
-        parts.append(
-            f"'embedding' computes e5 vectors live (not in the pack): ~{n * 2.4 / 60:.0f} min"
-        )
+    for label, reducer in table.items():
+        work = getattr(reducer, "live_work", None)  # what a reducer computes without a model
+        if label not in _cached(args) and callable(work) and (note := work(steps)):
+            parts.append(f"{label!r} {note}")
     return "; ".join(parts) + (" and their knob sweeps" if args.curves else "")
 
 
@@ -213,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
     for note in notes:
         print(note)
     if args.curves:
-        knobbed = [s for s in table if s in KNOBS]
+        knobbed = [s for s in table if s in knobs()]
         curve = curves(steps, knobbed, progress=not args.no_progress)
         name = out.name
         path = out.with_name(

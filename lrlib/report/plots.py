@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lrlib import paths, settings
-from lrlib.eval.evaluation import LLM_REDUCERS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -80,7 +79,15 @@ def needs_model(reducers: Sequence[str]) -> bool:
     >>> needs_model(["bm25", "lineretriever+structure"]), needs_model(["oracle"])
     (True, False)
     """
-    return any(r.split("+")[0].split(":")[0] in LLM_REDUCERS for r in reducers)
+    from lrlib.reducers import describe
+
+    def answers(label: str) -> bool:
+        try:
+            return describe(label).model_answers
+        except KeyError:  # a label that names no registered reducer
+            return False
+
+    return any(answers(r) for r in reducers)
 
 
 def require_model(reducers: Sequence[str], model: str | None) -> None:

@@ -1,7 +1,8 @@
 """LineRetriever in the notebooks: cached answers replayed offline, or a live endpoint; runs
 that count what they skipped, the prompt ablations, one step's token summary.
 
-Two modes, decided from the settings (:func:`offline`, :mod:`lrlib.settings`):
+Two modes, decided by the one offline switch (:func:`lrlib.settings.offline_reason`, which
+every :class:`~lrlib.llm.client.LLMClient` honours itself):
 
 - **offline** (the default when no endpoint is configured, and in quick mode): the
   answers come from the response cache in ``data/cache`` and nothing else. A step without a
@@ -12,9 +13,9 @@ Two modes, decided from the settings (:func:`offline`, :mod:`lrlib.settings`):
   asked for (concurrently) and cached, so the next run replays them. ``LRLIB_OFFLINE=1``
   forces replay even with an endpoint configured.
 
-The retriever runs in :data:`lrlib.report.run.DEFAULT_CONFIG` (whose answers ship in the cache,
-over the steps of :func:`lrlib.report.run.default_steps`) unless a notebook overrides an
-option; results always carry the model that produced them.
+The retriever runs in the shipped default configuration, ``RetrieverConfig()`` (whose
+answers ship in the cache, over the steps of :func:`lrlib.report.run.default_steps`),
+unless a notebook overrides an option; results always carry the model that produced them.
 
 >>> from lrlib import settings
 >>> with settings.override(offline=True):
@@ -32,8 +33,9 @@ from typing import TYPE_CHECKING, Any
 
 from lrlib.core.step import Step
 from lrlib.reducers.base import Output, Reducer, Reduction
-from lrlib.reducers.lineretriever import LineRetriever
-from lrlib.settings import current
+from lrlib.reducers.base import describe as described
+from lrlib.reducers.lineretriever import LineRetriever, RetrieverConfig
+from lrlib.settings import offline_reason
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -52,24 +54,15 @@ EMPTY_COLUMNS = ["step_id", "reducer", "tokens_before", "tokens_after", "reducti
 
 
 def offline() -> bool:
-    """True unless answers may be requested. ``LRLIB_OFFLINE=1``/``0`` decides when set;
-    otherwise a quick run (``LRLIB_QUICK=1``) is offline, and a full run is live exactly
-    when an endpoint is configured (``OPENAI_BASE_URL`` or ``OPENAI_API_KEY``).
+    """True unless answers may be requested (:func:`lrlib.settings.offline_reason`: what
+    every LLMClient decides when not told otherwise).
 
     >>> from lrlib import settings
     >>> with settings.override(offline=False):
     ...     offline()
     False
     """
-    env = current()
-    if env.offline is not None:
-        return env.offline
-    return True if env.quick else not _endpoint_set()
-
-
-def _endpoint_set() -> bool:
-    env = current()
-    return bool(env.base_url or env.api_key)
+    return offline_reason() is not None
 
 
 def mode() -> str:
@@ -99,30 +92,30 @@ def describe(reducer: str) -> str:
     >>> describe("bm25")
     'bm25'
     """
-    if reducer.split("+")[0] == "lineretriever":
+    if described(reducer).model_answers:
         return f"{reducer} - retriever model {model_name()}, {mode()}"
     return reducer
 
 
 def lineretriever(
-    prompt: str | None = None, strategy: str = "structure", answer: str = "tags", **overrides: Any
+    prompt: str | None = None,
+    strategy: str | None = None,
+    answer: str | None = None,
+    **overrides: Any,
 ) -> LineRetriever:
-    """LineRetriever in the notebooks' configuration (``run.DEFAULT_CONFIG``), offline or
-    live as :func:`offline` decides; ``overrides`` change any reducer option. With an
-    endpoint configured the model is the one it names (``LRLIB_MODEL``), not the pinned
-    embedded model whose answers ship in the cache.
+    """LineRetriever in the shipped default configuration (``RetrieverConfig()``, exactly as
+    ``lrlib.get_reducer("lineretriever")`` builds it), with the prompt, pruning strategy
+    and answer format given (None: the default's), offline or live as the client decides
+    (:func:`offline`); ``overrides`` change any reducer option. With an endpoint configured
+    the model is the one it names (``LRLIB_MODEL``).
 
     >>> lineretriever(strategy="remove").params["strategy"]
     'remove'
     """
-    from lrlib.report.run import DEFAULT_CONFIG
-
-    config = DEFAULT_CONFIG.replace(answer=answer, strategy=strategy)
-    if prompt is not None:
-        config = config.replace(prompt=prompt)
-    if _endpoint_set():
-        config = config.replace(model=model_name())
-    return LineRetriever(config, **{"offline": offline(), **overrides})
+    given = {"prompt": prompt, "strategy": strategy, "answer": answer}
+    return LineRetriever(
+        RetrieverConfig(**{k: v for k, v in given.items() if v is not None}), **overrides
+    )
 
 
 # --- what can be reduced without a model ------------------------------------------------
@@ -195,16 +188,17 @@ def evaluate_cached(
 
 
 def curves_cached(steps: Sequence[Step], specs: Sequence[str]) -> tuple[pd.DataFrame, list[str]]:
-    """:func:`lrlib.eval.evaluation.sweep` over each reducer's default knob values
-    (``evaluation.KNOBS``), on the steps it can reduce without a model; notes as for
+    """:func:`lrlib.eval.evaluation.sweep` over each reducer's declared knob values
+    (:func:`lrlib.reducers.knobs`), on the steps it can reduce without a model; notes as for
     :func:`evaluate_cached`. Each row carries ``n_steps``."""
     import pandas as pd
 
-    from lrlib.eval.evaluation import KNOBS, resolve, sweep
+    from lrlib.eval.evaluation import resolve, sweep
+    from lrlib.reducers import knobs
 
     frames, notes = [], []
     for spec in specs:
-        knob, values = KNOBS[spec]
+        knob, values = knobs()[spec].option, knobs()[spec].values
         ready = ready_steps(resolve([spec])[spec], steps)
         if len(ready) < len(steps):
             notes.append(f"{spec} curve: {len(ready)} of {len(steps)} steps (others not cached)")
@@ -255,8 +249,8 @@ class RetrieverRun:
 def run_lineretriever(
     steps: Sequence[Step],
     prompt: str | None = None,
-    strategy: str = "structure",
-    answer: str = "tags",
+    strategy: str | None = None,
+    answer: str | None = None,
     label: str | None = None,
     **overrides: Any,
 ) -> RetrieverRun:
@@ -271,7 +265,8 @@ def run_lineretriever(
 
     retriever = lineretriever(prompt, strategy, answer, **overrides)
     reducer = _Kept(retriever)
-    label = label or f"lineretriever+{strategy}/{answer}"
+    params = retriever.params
+    label = label or f"{retriever.name}+{params['strategy']}/{params['answer']}"
     ready = ready_steps(retriever, steps)
     if not offline():  # every step, asked concurrently up front
         reducer.results.update((r.step_id, r) for r in retriever.reduce_many(ready))
@@ -379,7 +374,6 @@ def prompt_token_table(steps: Sequence[Step], grid: Sequence[dict[str, Any]]) ->
 
     from lrlib.core.prompts import PromptOptions
     from lrlib.eval.costs import retriever_prompt_tokens
-    from lrlib.report.run import DEFAULT_CONFIG
 
     frames = []
     for cfg in grid:
@@ -387,7 +381,7 @@ def prompt_token_table(steps: Sequence[Step], grid: Sequence[dict[str, Any]]) ->
             use_history=cfg["history"],
             think=cfg["think"],
             answer=cfg["answer"],
-            view=DEFAULT_CONFIG.view,
+            view=RetrieverConfig().view,
         )
         t = retriever_prompt_tokens(steps, cfg["prompt"], options)
         frames.append(t.assign(**cfg).rename(columns={"retriever_prompt_tokens": "prompt_tokens"}))

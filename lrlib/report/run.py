@@ -7,11 +7,12 @@ rest; ``--offline`` replays without any model. The result is a tidy table (one r
 step, CSV) with a ``.provenance.json`` beside it (lrlib version, git commit, time, the
 configuration and the model).
 
-The notebooks use a fixed configuration, :data:`DEFAULT_CONFIG`, over a fixed selection of
-steps, :func:`default_steps`; the answers of the embedded model (SmolLM2-135M-Instruct,
-Q4_1 GGUF) for both answer modes ship in ``data/cache/llm``, so they replay instantly:
+The notebooks use the shipped default configuration, ``RetrieverConfig()`` (the one
+everything starts from), over a fixed selection of steps, :func:`default_steps`; the
+answers of the embedded model (SmolLM2-135M-Instruct, Q4_1 GGUF) for both answer modes
+ship in ``data/cache/llm``, so they replay instantly:
 
->>> DEFAULT_CONFIG.prompt, DEFAULT_CONFIG.view, DEFAULT_ANSWERS
+>>> RetrieverConfig().prompt, RetrieverConfig().view, DEFAULT_ANSWERS
 ('paper', 'compact', ('tags', 'json'))
 
 ``default_results()`` returns that run as a DataFrame (one row per step and answer mode).
@@ -30,24 +31,12 @@ from typing import Any
 from lrlib import paths
 from lrlib.core.pruning import STRATEGIES
 from lrlib.core.step import Step
+from lrlib.llm.errors import CacheMissError
 from lrlib.reducers.base import Reduction
 from lrlib.reducers.lineretriever import LineRetriever, RetrieverConfig, each
 
-# the configuration whose answers of the embedded model ship in data/cache/llm; the retriever
-# of one answer mode is LineRetriever(DEFAULT_CONFIG.replace(answer=...), **client_options)
-DEFAULT_CONFIG = RetrieverConfig(
-    prompt="paper",
-    view="compact",
-    think=False,  # SmolLM2 generates ~26 tokens/s on 2 cores: no free-form reasoning
-    history=True,
-    max_tokens=128,
-    max_ranges=6,  # structured mode: a bounded schema, so SmolLM2 closes its JSON
-    temperature=0.0,
-    seed=0,
-    model="SmolLM2-135M-Instruct.Q4_1",  # pinned: the notebooks never call another model
-)
+# the answer modes whose answers of the embedded model ship (RetrieverConfig() is "json")
 DEFAULT_ANSWERS = ("tags", "json")
-DEFAULT_ANSWER = "json"  # structured output: the embedded model closes it, tags it does not
 DEFAULT_SPLIT = "validation"
 DEFAULT_N_STEPS = 40
 TICK_SECONDS = 1.0  # how often the progress bar of a run redraws while answers are awaited
@@ -75,7 +64,7 @@ def default_steps(n: int | None = DEFAULT_N_STEPS, split: str | None = DEFAULT_S
     if split == DEFAULT_SPLIT and n <= len(pinned) and all(i in every for i in pinned[:n]):
         return [every[i] for i in pinned[:n]]
     probes = [
-        LineRetriever(DEFAULT_CONFIG.replace(answer=a), cache=False, context_tokens=CONTEXT_TOKENS)
+        LineRetriever(RetrieverConfig(answer=a), cache=False, context_tokens=CONTEXT_TOKENS)
         for a in DEFAULT_ANSWERS
     ]
     chosen = []
@@ -87,17 +76,17 @@ def default_steps(n: int | None = DEFAULT_N_STEPS, split: str | None = DEFAULT_S
     return chosen
 
 
-def default_results(offline: bool = True, **overrides: Any) -> Any:
-    """The notebooks' run as a tidy DataFrame: :data:`DEFAULT_CONFIG` in both answer modes
+def default_results(offline: bool | None = True, **overrides: Any) -> Any:
+    """The notebooks' run as a tidy DataFrame: ``RetrieverConfig()`` in both answer modes
     over :func:`default_steps`, replayed from the shipped cache (``offline=False`` lets a
-    missing answer be computed by the embedded model; ``overrides`` e.g.
-    ``strategy="remove"``, which needs no new answers).
+    missing answer be computed by the model; None: as :func:`lrlib.settings.offline_reason`
+    decides; ``overrides`` e.g. ``strategy="remove"``, which needs no new answers).
     """
     import pandas as pd
 
     steps = default_steps()
     reducers = [
-        LineRetriever(DEFAULT_CONFIG.replace(answer=a), offline=offline, **overrides)
+        LineRetriever(RetrieverConfig(answer=a), offline=offline, **overrides)
         for a in DEFAULT_ANSWERS
     ]
     return pd.DataFrame(run_steps(steps, reducers, progress=False))
@@ -181,7 +170,10 @@ def run_steps(
                 bar.refresh()
 
     with tqdm(
-        total=len(steps) * len(reducers), desc="lineretriever", unit="answer", disable=not progress
+        total=len(steps) * len(reducers),
+        desc=LineRetriever.name,
+        unit="answer",
+        disable=not progress,
     ) as bar:
         stop = threading.Event()
         ticker = threading.Thread(target=tick, args=(stop,), daemon=True)
@@ -225,7 +217,7 @@ def write_table(rows: Iterable[dict[str, Any]], out: str | Path, **provenance: A
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``lrlib run``."""
-    d = DEFAULT_CONFIG
+    d = RetrieverConfig()
     sel = parser.add_argument_group("steps")
     sel.add_argument(
         "--default-steps",
@@ -255,7 +247,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     cfg.add_argument("--view", default=d.view, choices=list_views(), help="retriever view")
     cfg.add_argument(
         "--answer",
-        default=DEFAULT_ANSWER,
+        default=d.answer,
         choices=["tags", "json", "both"],
         help="json: structured output under a schema (OpenAI, vLLM, llama.cpp, the embedded "
         "model); tags: free text with <answer> tags, for endpoints without structured output",
@@ -266,15 +258,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     cfg.add_argument(
         "--history", action=argparse.BooleanOptionalAction, default=d.history, help="actions"
     )
-    cfg.add_argument("--strategy", default="structure", choices=STRATEGIES, help="pruning")
+    cfg.add_argument("--strategy", default=d.strategy, choices=STRATEGIES, help="pruning")
     cfg.add_argument(
         "--on-failure",
-        default="full",
+        default=d.on_failure,
         help="what a failed step keeps: full, truncate (with --budget), closed (no page, one "
         "notice line) or fallback:<reducer> (e.g. fallback:program)",
     )
-    cfg.add_argument("--budget", type=int, default=None, help="tokens, for --on-failure truncate")
-    cfg.add_argument("--min-lines", type=int, default=3, help="fewer selected lines: a failure")
+    cfg.add_argument(
+        "--budget", type=int, default=d.budget, help="tokens, for --on-failure truncate"
+    )
+    cfg.add_argument(
+        "--min-lines", type=int, default=d.min_lines, help="fewer selected lines: a failure"
+    )
     cfg.add_argument(
         "--max-ranges",
         type=int,
@@ -291,7 +287,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     llm.add_argument("--timeout", type=float, default=None, help="seconds per attempt")
     llm.add_argument("--max-retries", type=int, default=4, help="retries on 429/5xx/timeouts")
     llm.add_argument("--context", type=int, default=None, help="model context in tokens")
-    llm.add_argument("--offline", action="store_true", help="answers from the cache only")
+    llm.add_argument(
+        "--offline",
+        action="store_const",
+        const=True,
+        default=None,
+        help="answers from the cache only (the default without an endpoint or LRLIB_OFFLINE=0)",
+    )
     llm.add_argument(
         "--refresh", action="store_true", help="ask again; new answers shadow the cached ones"
     )
@@ -301,7 +303,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="write answers here (default: .lrlib/cache/llm, reading data/cache/llm too)",
     )
     parser.add_argument(
-        "-o", "--out", default=None, help="results CSV (default .lrlib/results/lineretriever.csv)"
+        "-o",
+        "--out",
+        default=None,
+        help="results CSV, .csv or .csv.gz (default .lrlib/results/lineretriever.csv)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_user_files(parser)  # --prompts my_prompts.py: --prompt then lists its variants too
@@ -343,10 +348,16 @@ def plan(args: argparse.Namespace) -> str:
     n, modes = len(steps), len(reducers)
     cached = sum(sum(r.cached_steps(steps)) for r in reducers)
     new = n * modes - cached
-    where = "cache only" if args.offline else f"{endpoint.model} ({endpoint.kind})"
+    where = "cache only" if client.offline else f"{endpoint.model} ({endpoint.kind})"
     line = f"{n} steps x {modes} answer format(s) = {n * modes} answers from {where}"
-    if args.offline:
-        return line + f": {cached} cached; the other {new} fall back to the full tree"
+    if client.offline:
+        if not new:
+            return line + f": all {cached} cached, replayed at once; no model is asked"
+        return line + (
+            f": {cached} cached; {new} are not, and no model may be asked "
+            f"({client.offline_reason}): set OPENAI_BASE_URL (an endpoint) or LRLIB_OFFLINE=0 "
+            "(the embedded model) to ask one"
+        )
     if not new:
         return line + f": all {cached} cached, replayed at once; no model is asked"
     line += f": {cached} cached (replayed at once), {new} to ask the model"
@@ -403,9 +414,7 @@ def _reducers(args: argparse.Namespace) -> list[Any]:
         **{k: given[k] for k in (*sampling, "offline", "refresh")},
     )
     fields = ("prompt", "view", "think", "history", "strategy", "on_failure", "budget", "min_lines")
-    config = DEFAULT_CONFIG.replace(
-        max_ranges=args.max_ranges or None, **{k: given[k] for k in fields}
-    )
+    config = RetrieverConfig(max_ranges=args.max_ranges or None, **{k: given[k] for k in fields})
     args.retrievers = [
         LineRetriever(config.replace(answer=answer), client=client) for answer in answers
     ]
@@ -420,10 +429,13 @@ def run(args: argparse.Namespace) -> int:
     answers = [r.params["answer"] for r in reducers]
     try:
         rows = run_steps(steps, reducers, progress=not args.no_progress)
+    except CacheMissError as exc:  # offline: one line, saying how to go live
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     except LLMError as exc:
         print(f"error: {exc}\nanswers received so far are cached: rerun to resume", file=sys.stderr)
         return 1
-    out = Path(args.out) if args.out else paths.results_dir() / "lineretriever.csv"
+    out = Path(args.out) if args.out else paths.results_dir() / f"{LineRetriever.name}.csv"
     params = {k: v for k, v in reducers[0].params.items() if k not in ("answer", "prompt_hash")}
     write_table(
         rows,
