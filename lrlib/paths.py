@@ -67,6 +67,28 @@ def refuse_shipped(path: str | Path, allowed: bool = False) -> None:
         )
 
 
+def portable(path: str | Path) -> str:
+    """``path`` as a committed record names it, free of the writing machine's folders:
+    relative to the repository when inside it, else the file's name and the first 12 hex
+    of its content's sha256 (a dataset named by its hash; a folder by its name).
+
+    >>> portable(REPO_DIR / "data" / "miniwob_ood.jsonl.gz")
+    'data/miniwob_ood.jsonl.gz'
+    """
+    import hashlib
+
+    resolved = Path(path).expanduser().resolve()
+    if resolved.is_relative_to(REPO_DIR):
+        return resolved.relative_to(REPO_DIR).as_posix()
+    if not resolved.is_file():
+        return resolved.name
+    digest = hashlib.sha256()
+    with resolved.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return f"{resolved.name}@sha256:{digest.hexdigest()[:12]}"
+
+
 def miniwob_path() -> Path:
     """The shipped out-of-domain MiniWoB set (``<repo>/data/miniwob_ood.jsonl.gz``; also when
     ``$LRLIB_DATA_DIR`` points at your own recorded steps: it is a fixed check set)."""

@@ -79,4 +79,10 @@ def settings_record() -> str:
     ['base_url', 'cache_dir', 'context_tokens', 'data_dir', 'model', 'offline', 'prices',
      'quick']
     """
-    return json.dumps(current().recorded(), sort_keys=True)
+    from lrlib.paths import portable
+
+    record = current().recorded()
+    for key in ("data_dir", "cache_dir"):  # no folder of the writing machine in a record
+        if isinstance(record.get(key), str):
+            record[key] = portable(record[key])
+    return json.dumps(record, sort_keys=True)

@@ -221,7 +221,8 @@ def public_only(source: str) -> None:
             assert {a.name for a in node.names} <= set(lrlib.__all__), ast.unparse(node)
         if isinstance(node, ast.Attribute) and getattr(node.value, "id", None) == "lrlib":
             assert node.attr in lrlib.__all__, f"lrlib.{node.attr}"
-    assert "._" not in source and "import _" not in source, "a private name"
+    private = re.search(r"\._(?!_\w+__\b)|import _", source)  # dunders (__init__) are fine
+    assert private is None, f"a private name: {private and private.group()}"
 
 
 def run_python(folder: Path, *argv: str) -> subprocess.CompletedProcess:
@@ -303,6 +304,24 @@ def test_recipe_add_a_reducer_in_your_own_file(tmp_path: Path) -> None:
     assert list(frame["reducer"]) == ["keep-links"] * 3 + ["full"] * 3
     mine, full = frame[frame["reducer"] == "keep-links"], frame[frame["reducer"] == "full"]
     assert (mine["lines_after"].to_numpy() < full["lines_after"].to_numpy()).all()
+    # listed and swept like a shipped reducer, from its own class (the library not edited)
+    out = python_out(
+        tmp_path,
+        "import keep_links\n"
+        "from lrlib.eval.evaluation import all_reducers\n"
+        "from lrlib.reducers import knobs, listed_reducers\n"
+        "print(listed_reducers(False)[-1], 'keep-links' in all_reducers(), knobs()['keep-links'])",
+    )
+    assert out == ("keep-links True Knob(option='max_links', values=(1, 5, 20, 80), variant='')"), (
+        out
+    )
+    argv = ["-m", "lrlib", "evaluate", "--plugins", "keep_links.py", "--reducers", "keep-links"]
+    done = run_python(
+        tmp_path, *argv, "--limit", "3", "--curves", "--no-progress", "--out", "e.csv"
+    )
+    assert done.returncode == 0, done.stderr
+    curve = pd.read_csv(tmp_path / "curves-e.csv")
+    assert list(curve["value"]) == [1, 5, 20, 80] and set(curve["knob"]) == {"max_links"}
 
 
 # The core: what a newcomer reads first - the design's three jobs (prompts, answer ranges

@@ -75,6 +75,7 @@ def plan(args: argparse.Namespace) -> str:
 
     reducers, tasks = _choices(args)
     resolve(specs_of(args))  # a value a constructor refuses fails here, before any browser
+    _live_policy_allowed(args.policy)
     missing = missing_packages()
     if missing:
         raise MissingExtra(f"lrlib live needs {', '.join(missing)}: pip install -e '.[live]'")
@@ -91,6 +92,21 @@ def plan(args: argparse.Namespace) -> str:
             f"{args.seeds} seeds), {len(specs) - todo} already recorded; policy {args.policy} "
             f"({model}); {chromium_build(args.chromium)}; about {todo * per / max(1, args.jobs) / 60:.0f} min; "
             f"-> {_out(args)}")  # fmt: skip
+
+
+def _live_policy_allowed(name: str) -> None:
+    """A model policy plays new pages (no cache holds their answers): refuse, in one line,
+    when no model may be asked (:func:`lrlib.settings.offline_reason`), before any browser."""
+    from lrlab.agent.policies import get_policy
+    from lrlib.llm.errors import CacheMissError
+
+    client = getattr(get_policy(name), "client", None) if name != "scripted" else None
+    if client is not None and client.offline:
+        raise CacheMissError(
+            f"policy {name} asks a model on every new page, and no model may be asked "
+            f"({client.offline_reason}): set OPENAI_BASE_URL (an endpoint) or LRLIB_OFFLINE=0 "
+            "(the embedded model)"
+        )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from lrlib.paths import miniwob_path, refuse_shipped, results_dir
+from lrlib.paths import miniwob_path, portable, refuse_shipped, results_dir
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,7 +85,13 @@ def plan(args: argparse.Namespace) -> str:
     todo = [s for s in steps if s.step_id not in done]
     typical, worst = estimate_calls(todo)
     per = 0.001 if policy.name == "scripted" else 60.0
-    what = "no model" if policy.name == "scripted" else f"CALLS {policy.model} (cached)"
+    client = getattr(policy, "client", None)
+    if client is None:
+        what = "no model"
+    elif client.offline:  # a step whose answers are not all cached fails, saying how to go live
+        what = f"replays cached answers of {policy.model}; no model may be asked ({client.offline_reason})"
+    else:
+        what = f"CALLS {policy.model} (cached)"
     return (f"{len(steps)} steps, {len(steps) - len(todo)} already done; policy {policy.name} "
             f"({what}); about {typical} policy calls (at most {worst}), ~{typical * per / 60:.0f} min; "
             f"-> {_out(args, policy)}")  # fmt: skip
@@ -99,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     policy = _policy(args)
     steps = _steps(args)
     out = _out(args, policy)
-    prov = provenance(**policy.provenance(), data=str(args.data or miniwob_path()),
+    prov = provenance(**policy.provenance(), data=portable(args.data or miniwob_path()),
                       packages=package_versions(["lrlib", "openai", "xllamacpp"]))  # fmt: skip
     results = build_all(steps, policy, out, prov, max_sets=args.sets)
     usable = [r for r in results if r["usable"]]
