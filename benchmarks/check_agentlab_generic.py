@@ -22,20 +22,42 @@ import sys
 import time
 
 
-def documented_example() -> dict:
-    """Execute the code block of ``lrlab.agent.preprocess``'s docstring; its names."""
+INSTALL = (
+    "AgentLab is not installed (not a dependency of lrlib): pip install --no-deps agentlab, "
+    "then pip install --only-binary :all: ipython anthropic litellm python-dotenv "
+    "python-slugify gitpython pyyaml pillow contexttimer (with lrlib's live extra: pip install "
+    "-e '.[live]')"
+)
+
+
+def documented_code() -> str:
+    """The code block of ``lrlab.agent.preprocess``'s docstring: the indented lines after
+    its ``::`` (the literal block ends at the first line back at the margin)."""
     import lrlab.agent.preprocess as pre
 
-    block = pre.__doc__.split("::\n", 1)[1].split("\n(Written", 1)[0]
-    code = "\n".join(line[4:] for line in block.splitlines())
+    after = pre.__doc__.split("::\n", 1)[1].splitlines()
+    block = []
+    for line in after:
+        if line.strip() and not line.startswith("    "):
+            break
+        block.append(line[4:])
+    return "\n".join(block).strip("\n") + "\n"
+
+
+def documented_example() -> dict:
+    """Execute the code block of ``lrlab.agent.preprocess``'s docstring; its names."""
     names: dict = {}
-    exec(compile(code, "preprocess-docstring-example", "exec"), names)  # noqa: S102
+    exec(compile(documented_code(), "preprocess-docstring-example", "exec"), names)  # noqa: S102
     return names
 
 
 def main(tasks: list[str], seeds: int) -> int:
-    from agentlab.agents.generic_agent.agent_configs import FLAGS_8B
-    from agentlab.llm.chat_api import SelfHostedModelArgs
+    try:
+        from agentlab.agents.generic_agent.agent_configs import FLAGS_8B
+        from agentlab.llm.chat_api import SelfHostedModelArgs
+    except ModuleNotFoundError as exc:
+        print(f"check_agentlab_generic: {INSTALL} ({exc})", file=sys.stderr)
+        return 2
 
     from lrlab.agent.miniwob import MiniWoB
     from lrlab.server import MODEL_LABEL, shared_server

@@ -1,0 +1,123 @@
+"""Every script a document cites runs (issue 36, item 8): the AgentLab example of
+``lrlab.agent.preprocess`` that ``benchmarks/check_agentlab_generic.py`` executes, and the
+docs/live.md recipe for a reducer in your own BrowserGym loop, with Debian's chromium."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "benchmarks" / "check_agentlab_generic.py"
+
+
+def _check_module():
+    spec = importlib.util.spec_from_file_location("check_agentlab_generic", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _agentlab_missing() -> str | None:
+    try:
+        import agentlab.agents.generic_agent.generic_agent  # noqa: F401
+        import agentlab.llm.chat_api  # noqa: F401
+    except Exception as exc:  # noqa: BLE001  (missing, or a dependency of it missing)
+        return f"AgentLab not importable ({type(exc).__name__}: {exc}); see the script's docstring"
+    return None
+
+
+def test_the_documented_block_is_code():
+    """The block the script executes is the docstring's code, not its prose."""
+    code = _check_module().documented_code()
+    compile(code, "preprocess-docstring-example", "exec")
+    assert "class ReducedGenericAgentArgs" in code and "(``benchmarks" not in code
+
+
+@pytest.mark.skipif(_agentlab_missing() is None, reason="AgentLab is installed")
+def test_without_agentlab_the_script_says_how_to_install():
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT)], capture_output=True, text=True, cwd=REPO, timeout=120
+    )
+    assert done.returncode == 2, done.stderr
+    line = done.stderr.strip()
+    assert "\n" not in line and "pip install --no-deps agentlab" in line, line
+
+
+@pytest.mark.skipif(_agentlab_missing() is not None, reason=str(_agentlab_missing()))
+def test_the_documented_agentlab_example_runs():
+    """The docstring's code runs with AgentLab: a GenericAgent whose preprocessor reduces."""
+    from agentlab.agents.generic_agent.generic_agent import GenericAgent
+
+    names = _check_module().documented_example()
+    agent = names["ReducedGenericAgent"]
+    assert issubclass(agent, GenericAgent)
+    obs = {"goal": "Click Ok", "axtree_txt": "RootWebArea 'T'\n\t[15] button 'Ok'\n\t[17] link 'x'"}
+    out = agent.reduce(obs, [])
+    assert out.info["reducer"] == "learned" and out.text.startswith("RootWebArea")
+
+
+# ---- the docs/live.md recipe: a reducer in your own BrowserGym loop -----------------------
+
+
+def recipe() -> str:
+    text = (REPO / "docs" / "live.md").read_text()
+    m = re.search(r"<!-- recipe: browsergym-loop\b[^>]*-->\n```python\n(.*?)```", text, re.S)
+    assert m, "docs/live.md has no browsergym-loop recipe"
+    return m.group(1)
+
+
+def _live_missing() -> str | None:
+    from lrlab.agent.miniwob import chromium_path, missing_packages
+
+    missing = missing_packages()
+    if missing:
+        return f"the live extra is not installed ({', '.join(missing)}): pip install -e '.[live]'"
+    try:
+        chromium_path(None)
+    except Exception as exc:  # noqa: BLE001
+        return f"no Debian chromium: {exc}"
+    return None
+
+
+@pytest.mark.skipif(_live_missing() is not None, reason=str(_live_missing()))
+def test_browsergym_loop_recipe_runs_as_written(tmp_path):
+    import miniwob
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    html = Path(miniwob.__file__).parent / "html"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory",
+         str(html)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        (tmp_path / "my_loop.py").write_text(recipe())
+        env = {**os.environ, "MINIWOB_URL": f"http://127.0.0.1:{port}/miniwob/",
+               "PYTHONPATH": str(REPO)}  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "my_loop.py"], cwd=tmp_path, env=env, capture_output=True,
+            text=True, timeout=300,
+        )  # fmt: skip
+    finally:
+        server.terminate()
+        server.wait()
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert re.search(r"^learned kept \d+ of \d+ lines$", done.stdout, re.M), done.stdout
+    assert "reward 1" in done.stdout, done.stdout
