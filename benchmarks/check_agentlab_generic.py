@@ -21,7 +21,6 @@ import re
 import sys
 import time
 
-
 INSTALL = (
     "AgentLab is not installed (not a dependency of lrlib): pip install --no-deps agentlab, "
     "then pip install --only-binary :all: ipython anthropic litellm python-dotenv "
