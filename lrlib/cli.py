@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         if debug:
             raise
         return fail(early.command, exc)
-    parser = Parser(prog="lrlib", description=__doc__.splitlines()[0])
+    parser = Parser(prog="lrlib", description=__doc__.splitlines()[0].replace("``", ""))
     add_debug(parser, default=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     modules = {}

@@ -17,6 +17,7 @@ True
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -191,7 +192,8 @@ def explorer(
 
     labels = labels or {}
     reducer0, prompt0, strategy0 = start or (reducers[0], prompts[0], strategies[0])
-    options = [(f"{i + 1}. " + labels.get(s.step_id, s.step_id), i) for i, s in enumerate(steps)]
+    order = sorted(range(len(steps)), key=lambda i: natural(steps[i].step_id))  # step 2 < 10
+    options = [(f"{i + 1}. " + labels.get(steps[i].step_id, steps[i].step_id), i) for i in order]
     full = w.Layout(width="auto", min_width="0")
     pick_step = w.Dropdown(options=options, value=0, description="step", layout=full)
     pick_reducer = w.Dropdown(options=list(reducers), value=reducer0, description="reducer")
@@ -271,6 +273,15 @@ def explorer(
     box = w.VBox([controls, view], layout=w.Layout(width="100%", min_width="0"))
     box.add_class("lr-explorer")
     return box
+
+
+def natural(text: str) -> list:
+    """A sort key that orders the numbers in ``text`` by value: step 2 before step 10.
+
+    >>> sorted(["ep/10", "ep/2", "ep/1"], key=natural)
+    ['ep/1', 'ep/2', 'ep/10']
+    """
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
 
 
 class Switch:

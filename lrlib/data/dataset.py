@@ -268,7 +268,8 @@ def load_observations(
 ) -> pd.DataFrame:
     """The dataset as a DataFrame, one row per step (columns: :data:`COLUMNS`).
 
-    ``split`` ("train"/"validation"/"test"; test = held-out task families) and
+    ``split`` ("train"/"validation"/"test"; test = held-out task families; "all" or None:
+    every split) and
     ``benchmark`` filter rows; unknown values raise ``ValueError`` listing the valid ones. ``action``, ``action_name`` and
     ``episode_error`` are object columns holding ``str`` or ``None``; list columns hold lists.
 
@@ -278,6 +279,7 @@ def load_observations(
     """
     import pandas as pd
 
+    split = None if split == "all" else split  # "all": every split, as the CLI's --split all
     _check_choice("split", split, SPLITS)
     rows = read_rows(path)
     if benchmark is not None:

@@ -88,11 +88,32 @@ def plan(args: argparse.Namespace) -> str:
     check_out(args.out, args.force, args.overwrite_shipped)
     verb = "replacing" if args.out.exists() else "writing"
     n = len(find_experiments(args.src))
+    if not n:
+        raise ValueError(f"nothing to import under {args.src}: {_found(args.src)}")
     kind = "Parquet" if is_parquet(args.out) else "JSON lines"
     return (
         f"reading {n} experiment folder{'s' * (n != 1)} under {args.src} episode by episode; "
         f"{verb} {args.out} ({kind})"
     )
+
+
+def _found(src: Path) -> str:
+    """What ``src`` holds instead of experiment folders, in words.
+
+    >>> import tempfile
+    >>> _found(Path(tempfile.mkdtemp()))
+    'an empty folder (an experiment folder holds step_<n>.pkl.gz files)'
+    """
+    hint = "(an experiment folder holds step_<n>.pkl.gz files)"
+    if src.is_file():
+        return f"a file, {src.name}, not an experiment folder {hint}"
+    entries = sorted(src.rglob("*"))
+    files = [p for p in entries if p.is_file()]
+    if not entries:
+        return f"an empty folder {hint}"
+    names = ", ".join(p.name for p in files[:3]) + (", ..." if len(files) > 3 else "")
+    dirs = len(entries) - len(files)
+    return f"{len(files)} file(s) ({names or 'none'}) and {dirs} folder(s), no traces {hint}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -121,9 +142,14 @@ def run(args: argparse.Namespace) -> int:
     if not report.n_rows:
         print("import-traces: no importable steps found", file=sys.stderr)
         return 1
-    if not paths.is_shipped(out):
+    if not paths.is_shipped(out) and out.name == DEFAULT_NAME:
         print(
             f"use it: LRLIB_DATA_DIR={out.parent} (notebooks, every command), "
             f"or lrlib evaluate --data {out}"
+        )
+    elif not paths.is_shipped(out):  # LRLIB_DATA_DIR reads only observations.jsonl.gz
+        print(
+            f"use it: lrlib evaluate --data {out} (or name it {out.parent / DEFAULT_NAME} "
+            "and set LRLIB_DATA_DIR for the notebooks and every command)"
         )
     return 1 if args.strict and report.skipped else 0

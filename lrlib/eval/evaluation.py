@@ -135,6 +135,11 @@ def specs_of(args: argparse.Namespace) -> list[ReducerSpec]:
     if getattr(args, "specs", None) is None:
         text = args.reducers if args.reducers is not None else ";".join(listed_reducers())
         args.specs = parse_reducers(text)
+        if not args.specs:
+            raise ValueError(
+                f"no reducer in --reducers {text!r}: give specs separated by ';' (e.g. "
+                f"'full;truncate:budget=500'); valid reducers: {', '.join(list_reducers())}"
+            )
     return args.specs
 
 

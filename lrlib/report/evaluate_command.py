@@ -31,6 +31,8 @@ from lrlib.eval.evaluation import (
 )
 from lrlib.reducers import knobs
 
+OUT_SUFFIXES = (".csv", ".csv.gz", ".parquet")  # what --out may name
+
 
 def _backend(args: argparse.Namespace | None = None) -> Any:
     """A plugin's evaluate backend (``EVALUATE_BACKEND``) when there is one and, given
@@ -136,6 +138,8 @@ def plan(args: argparse.Namespace) -> str:
     vectors computed) named up front, before anything starts."""
     from lrlib.report.run import model_time
 
+    if args.out and not str(args.out).endswith(OUT_SUFFIXES):
+        raise ValueError(f"--out {args.out}: write .csv, .csv.gz or .parquet")
     if backend := _backend(args):  # a large file (or --jobs/--backend): read by episode
         return backend.plan(args)
     table, steps = _reducers(args), _steps(args)  # a refused option value fails first

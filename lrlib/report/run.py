@@ -342,6 +342,8 @@ def plan(args: argparse.Namespace) -> str:
     """One line, before any work: what ``lrlib run`` will compute, how many answers are
     already cached (replayed at once) and how many the model must give, and roughly how
     long that takes. Checks the endpoint and the options first."""
+    if args.out and not str(args.out).endswith((".csv", ".csv.gz")):
+        raise ValueError(f"-o {args.out}: lrlib run writes a .csv or .csv.gz table")
     steps, reducers = _steps(args), _reducers(args)
     client = reducers[0].client
     endpoint = client.endpoint
