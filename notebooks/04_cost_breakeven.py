@@ -27,13 +27,14 @@
 # %%
 from IPython.display import display
 
+import lrlib
 from lrlab.report import tradeoffs
 from lrlib import settings
 from lrlib.core.prompts import PromptOptions
 from lrlib.data import dataset as data
 from lrlib.eval import costs
 from lrlib.report import plots, replay
-from lrlib.report.run import DEFAULT_CONFIG, default_steps
+from lrlib.report.run import default_steps
 
 # %% tags=["parameters"]
 QUICK = settings.current().quick
@@ -41,7 +42,7 @@ N_STEPS = 24 if QUICK else None  # None: every recorded step (both splits: nothi
 AGENT_MODEL = "gpt-4.1"  # the large model that acts
 RETRIEVER_PRICED_AS = "gpt-4.1-mini"  # the price the retriever's tokens are billed at
 PROMPT, STRATEGY, ANSWER = "paper", "structure", "json"
-VIEW, THINK = DEFAULT_CONFIG.view, DEFAULT_CONFIG.think  # the cached configuration
+VIEW, THINK = lrlib.RetrieverConfig().view, lrlib.RetrieverConfig().think  # the shipped default
 OUTPUT_TOKENS = None  # retriever output tokens per call; None: median of the cached answers
 FALLBACK_OUTPUT_TOKENS = 60  # used only when no answer is cached (e.g. another dataset)
 THINK_OUTPUT_TOKENS = 250  # assumed output of a retriever that thinks first (scenario table)
