@@ -198,3 +198,51 @@ def test_no_absolute_machine_path_in_tracked_data():
         if found:
             offenders[name] = sorted(set(found))[:3]
     assert offenders == {}, offenders
+
+
+# ---- 9. the README, the CLI and the figures say the same thing -----------------------------
+
+
+def one_line(capsys, argv: list[str]) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err, err
+    return err
+
+
+def test_import_traces_without_traces_is_one_line(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    line = one_line(
+        capsys, ["import-traces", str(tmp_path / "empty"), "-o", str(tmp_path / "o.gz")]
+    )
+    assert "nothing to import" in line and "an empty folder" in line
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "notes.txt").write_text("x")
+    line = one_line(capsys, ["import-traces", str(tmp_path / "junk"), "-o", str(tmp_path / "o.gz")])
+    assert "1 file(s) (notes.txt)" in line and "no traces" in line
+
+
+def test_reducer_lists_say_how_specs_are_separated(capsys):
+    assert "separated by ';'" in one_line(capsys, ["evaluate", "--reducers", "full,random"])
+    line = one_line(capsys, ["evaluate", "--reducers", ""])
+    assert "no reducer in --reducers ''" in line and not line.rstrip(")").endswith(":")
+
+
+def test_out_with_an_unknown_suffix_is_refused(capsys, tmp_path):
+    line = one_line(capsys, ["evaluate", "--reducers", "full", "--out", str(tmp_path / "x.txt")])
+    assert ".csv, .csv.gz or .parquet" in line
+
+
+def test_help_and_split_all(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "``" not in capsys.readouterr().out
+    assert len(lrlib.load_steps(split="all")) == len(lrlib.load_steps())
+
+
+def test_evaluate_default_listing_includes_lineretriever():
+    """The README: `lrlib evaluate` scores LineRetriever on the cached steps by default."""
+    from lrlib.eval.evaluation import specs_of
+
+    names = [s.name for s in specs_of(argparse.Namespace(reducers=None))]
+    assert "lineretriever" in names and names[0] == "full"
