@@ -31,6 +31,8 @@ from dataclasses import asdict, dataclass, field
 from hashlib import sha256
 from typing import Any
 
+from lrlib.core.axtree import NUMBER_FORMAT
+
 NOOP = "noop()"
 
 
@@ -160,7 +162,7 @@ def messages(
     "1: [15] button 'Ok'"
     """
     done = "\n".join(history) if history else "(none)"
-    tree = "\n".join(f"{n}: {line}" for n, line in numbered(text, numbers))
+    tree = "\n".join(NUMBER_FORMAT.format(n=n) + line for n, line in numbered(text, numbers))
     user = f"# Goal\n{goal}\n\n# Actions so far\n{done}\n\n# Page\n{tree}"
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
