@@ -7,10 +7,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -90,34 +88,15 @@ def _live_missing() -> str | None:
 
 @pytest.mark.skipif(_live_missing() is not None, reason=str(_live_missing()))
 def test_browsergym_loop_recipe_runs_as_written(tmp_path):
-    import miniwob
+    from lrlab.agent.miniwob import MiniWoB
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    html = Path(miniwob.__file__).parent / "html"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory",
-         str(html)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        (tmp_path / "my_loop.py").write_text(recipe())
-        env = {**os.environ, "MINIWOB_URL": f"http://127.0.0.1:{port}/miniwob/",
-               "PYTHONPATH": str(REPO)}  # fmt: skip
+    (tmp_path / "my_loop.py").write_text(recipe())
+    with MiniWoB() as mw:  # only its local server of the miniwob pages: the recipe's own loop
+        env = {**os.environ, "MINIWOB_URL": mw.base + "miniwob/", "PYTHONPATH": str(REPO)}
         done = subprocess.run(
             [sys.executable, "my_loop.py"], cwd=tmp_path, env=env, capture_output=True,
             text=True, timeout=300,
         )  # fmt: skip
-    finally:
-        server.terminate()
-        server.wait()
     assert done.returncode == 0, done.stderr[-2000:]
     assert re.search(r"^learned kept \d+ of \d+ lines$", done.stdout, re.M), done.stdout
     assert "reward 1" in done.stdout, done.stdout
