@@ -80,6 +80,26 @@ def test_one_definition_of_the_default():
     assert found == "", found
 
 
+def git_grep(pattern: str) -> list[str]:
+    out = subprocess.run(
+        ["git", "grep", "-nE", pattern, "--", "lrlib", "lrlab"],
+        cwd=REPO_DIR, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    return [ln for ln in out.splitlines() if ">>>" not in ln]
+
+
+def test_one_definition_each_for_numbering_and_prompt_tokens():
+    """Line numbering: one format (axtree.NUMBER_FORMAT, applied by axtree.number_lines);
+    prompt tokens: one formula (completions.chat_tokens), the rest derived from it."""
+    assert [ln.split(":")[0] for ln in git_grep(r'"\{n\}: "|\{[nik]\}: ')] == [
+        "lrlib/core/axtree.py"
+    ]
+    assert len(git_grep(r"^def chat_tokens|^TOKENS_PER_(REPLY|MESSAGE) =")) == 3
+    assert {ln.split(":")[0] for ln in git_grep(r"TOKENS_PER_(REPLY|MESSAGE)")} == {
+        "lrlib/llm/completions.py"
+    }
+
+
 # ---- 2. one offline switch, honoured by the client -------------------------------------
 
 
