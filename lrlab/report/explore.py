@@ -192,8 +192,8 @@ def explorer(
 
     labels = labels or {}
     reducer0, prompt0, strategy0 = start or (reducers[0], prompts[0], strategies[0])
-    order = sorted(range(len(steps)), key=lambda i: natural(steps[i].step_id))  # step 2 < 10
-    options = [(f"{i + 1}. " + labels.get(steps[i].step_id, steps[i].step_id), i) for i in order]
+    steps = sorted(steps, key=lambda s: natural(s.step_id))  # the menu: step 2 before 10
+    options = [(f"{i + 1}. " + labels.get(s.step_id, s.step_id), i) for i, s in enumerate(steps)]
     full = w.Layout(width="auto", min_width="0")
     pick_step = w.Dropdown(options=options, value=0, description="step", layout=full)
     pick_reducer = w.Dropdown(options=list(reducers), value=reducer0, description="reducer")
