@@ -158,7 +158,7 @@ def test_run_plan_counts_cached_and_new_answers(monkeypatch):
 
 def test_readme_live_example_really_asks():
     text = " ".join((REPO / "README.md").read_text().split())
-    assert "`lrlib run --default-steps --limit 2 --refresh`" in text
+    assert "`LRLIB_OFFLINE=0 lrlib run --default-steps --limit 2 --refresh`" in text
 
 
 # ---- 4. bad input: one line -----------------------------------------------------------------
