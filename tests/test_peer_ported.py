@@ -47,7 +47,8 @@ def _tmp_cache(tmp_path, monkeypatch):
 
 def retriever(url: str, tmp_path, **kw) -> LineRetriever:
     client = LLMClient("mock-retriever", base_url=url, cache=ResponseCache(tmp_path / "llm"))
-    return LineRetriever(client=client, **kw)
+    paper = {"view": "full", "answer": "tags", "think": True, "max_ranges": None}  # the peer's
+    return LineRetriever(client=client, **{**paper, **kw})
 
 
 def test_focus_agent_keeps_the_button(httpserver, tmp_path):

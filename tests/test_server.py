@@ -89,6 +89,7 @@ def test_default_client_runs_the_embedded_model_in_structured_mode(real_trees, t
         max_ranges=3,
         max_tokens=48,
         cache=ResponseCache(tmp_path),
+        offline=False,  # asked to run the model (no endpoint: offline otherwise)
     )
     assert r.client.endpoint.kind == "embedded"  # no endpoint configured
     try:
