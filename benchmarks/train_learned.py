@@ -41,9 +41,9 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from lrlab.agent.split import half_of
 from lrlab.reducers.features import DEMOTE_ONLY, FEATURES
 from lrlab.reducers.learned import MODEL_FILE
-from lrlab.agent.split import half_of
 from lrlab.tuning.crossval import Fold, folds
 from lrlab.tuning.learned_cv import (
     MIN_REDUCTION,

@@ -116,9 +116,7 @@ def fast_results(
     none) at ``knobs``, from ``scores`` or from ``summaries`` already computed for them."""
     if summaries is None:
         rescue = int(knobs.get("rescue", RESCUE))
-        summaries = [
-            summarise(d, p, rescue, definition) for d, p in zip(data, scores, strict=True)
-        ]
+        summaries = [summarise(d, p, rescue, definition) for d, p in zip(data, scores, strict=True)]
     rows = [_at(s, knobs) for s in summaries]
     return tuple(np.array(col, float) for col in zip(*rows, strict=True)) if rows else (
         np.zeros(0), np.zeros(0), np.zeros(0)

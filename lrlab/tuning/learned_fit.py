@@ -27,9 +27,7 @@ from lrlab.reducers.suspect import suspect_lines
 from lrlib.core.step import Step
 
 
-def labels(
-    step: Step, evidence: bool | str = False, mfs: Sequence[int] = ()
-) -> np.ndarray:
+def labels(step: Step, evidence: bool | str = False, mfs: Sequence[int] = ()) -> np.ndarray:
     """1 on the step's target lines and, with ``evidence``, on the lines of its evidence
     groups (:func:`lrlib.eval.metrics.typed_evidence`): every group with ``True``, the
     groups of one kind with that kind's name (``"answer"``: the page text a reporting

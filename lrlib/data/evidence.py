@@ -568,8 +568,31 @@ DECISION_KINDS = ("state", "field", "selected")
 _WORDS = re.compile(r"[^\W_]+")
 # words too common in goals and labels to say that the goal refers to a field
 _COMMON = frozenset(
-    "the and for into with from your this that text field fields box button click enter "
-    "select submit press type form name value".split()
+    [
+        "the",
+        "and",
+        "for",
+        "into",
+        "with",
+        "from",
+        "your",
+        "this",
+        "that",
+        "text",
+        "field",
+        "fields",
+        "box",
+        "button",
+        "click",
+        "enter",
+        "select",
+        "submit",
+        "press",
+        "type",
+        "form",
+        "name",
+        "value",
+    ]
 )
 DECISION_WORD_MIN = 4  # a label word the goal repeats (3 letters: "the", "and", "box"...)
 
