@@ -18,6 +18,14 @@ and the state features (:data:`DEMOTE_ONLY`: a filled field, a ticked box, the e
 just acted on) may only lower a score: training refuses a positive weight for them
 (:func:`lrlab.tuning.learned_fit.fit_model`).
 
+**What a policy checks before acting** (:data:`DECISION`, issue 33) may raise a score: a
+choice the goal names, a choice already ticked or selected, a field the goal refers to, a
+field paired with another by a shared label word (a password and its confirmation). Labels
+from decision evidence and minimal failure sets (:func:`lrlab.tuning.learned_fit.labels`)
+make these lines positives; a demote-only feature could never rank them back. They read
+page state only on choices and fields, never focus, and the guard still drops an attack's
+text whatever its score.
+
 >>> from lrlib.core.step import Step
 >>> tree = "RootWebArea 'Shop'\\n\\t[3] link 'Home'\\n\\t[4] button 'Add to cart'"
 >>> X = line_features(Step(goal="Add a mug to the cart", tree=tree))

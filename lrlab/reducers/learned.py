@@ -5,8 +5,10 @@
 and small-page figures with intervals). Every line of the tree gets a probability of being
 what the next action acts on, from the features of :mod:`.features` (role group, BM25 of the
 line and of its children's text against goal and history, a name the goal quotes or repeats,
-tree distance to the last acted element, order of interactive lines, ...), trained on the
-target lines of recorded steps (evidence coverage, :mod:`lrlib.eval.metrics`, is reported).
+tree distance to the last acted element, order of interactive lines, what a policy checks
+before acting, ...), trained on the target lines, the decision evidence lines
+(:func:`lrlib.data.evidence.decision_groups`) and the minimal failure sets of recorded steps
+(``benchmarks/train_learned.py``; evidence coverage, :mod:`lrlib.eval.metrics`, is reported).
 
 **Which lines are kept: a budget, not a threshold.** Lines are taken best first, each with
 the ``[bid] role`` stubs of its ancestors (``strategy="structure"``), while the running cost
@@ -25,7 +27,8 @@ cross-validation scores, date). Loading is plain JSON and inference plain numpy:
 pickle, no scikit-learn at run time (training, :func:`lrlab.tuning.learned_fit.fit_model`, needs it).
 
 No page-controlled signal lifts a line alone: focus is not read (neither a feature nor a
-length), widget state may only lower a score, and lexical match saturates (see
+length), widget state may raise a score only on a choice or a field (the decision features
+of :mod:`.features`), and lexical match saturates (see
 :mod:`.features`); ``tests/test_learned.py`` plants focused attack dialogs in real trees
 and checks it. What the scores cannot tell apart is an attack *button* from a plain one;
 the ``guard`` (on by default) drops lines whose *text* gives an attack away (control
