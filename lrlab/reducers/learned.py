@@ -114,12 +114,24 @@ class LineModel:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> LineModel:
-        """The model from :meth:`to_dict`'s output; its features must be :data:`FEATURES`."""
-        if list(d["features"]) != list(FEATURES):
+        """The model from :meth:`to_dict`'s output; its features must be :data:`FEATURES`,
+        or the first of them (a model trained before columns were appended scores as it
+        did: the new columns get weight 0).
+
+        >>> m = LineModel.from_dict({"features": FEATURES[:2], "mean": [0, 0], "scale": [1, 1],
+        ...                          "coef": [1.0, 2.0], "intercept": 0.0})
+        >>> len(m.coef) == len(FEATURES), m.coef[:3].tolist()
+        (True, [1.0, 2.0, 0.0])
+        """
+        names, k = list(d["features"]), len(d["features"])
+        pad = len(FEATURES) - k
+        same = names == list(FEATURES[:k]) and len(d["mean"]) == len(d["coef"]) == k
+        if not same or pad < 0:
             raise ValueError(
                 "model file was trained on other features; retrain with benchmarks/train_learned.py"
             )
-        return cls(d["features"], d["mean"], d["scale"], d["coef"], d["intercept"])
+        mean, scale = [*d["mean"], *[0.0] * pad], [*d["scale"], *[1.0] * pad]
+        return cls(FEATURES, mean, scale, [*d["coef"], *[0.0] * pad], d["intercept"])
 
 
 def load_model(path: str | Path = MODEL_FILE) -> tuple[LineModel, dict[str, Any]]:
