@@ -6,9 +6,10 @@ and small-page figures with intervals). Every line of the tree gets a probabilit
 what the next action acts on, from the features of :mod:`.features` (role group, BM25 of the
 line and of its children's text against goal and history, a name the goal quotes or repeats,
 tree distance to the last acted element, order of interactive lines, what a policy checks
-before acting, ...), trained on the target lines, the decision evidence lines
-(:func:`lrlib.data.evidence.decision_groups`) and the minimal failure sets of recorded steps
-(``benchmarks/train_learned.py``; evidence coverage, :mod:`lrlib.eval.metrics`, is reported).
+before acting, ...), trained on the target lines of recorded steps
+(``benchmarks/train_learned.py``; ``--labels decision`` adds the decision evidence lines,
+:func:`lrlib.data.evidence.decision_groups`, and the minimal failure sets: measured, not
+shipped; evidence coverage, :mod:`lrlib.eval.metrics`, is reported).
 
 **Which lines are kept: a budget, not a threshold.** Lines are taken best first, each with
 the ``[bid] role`` stubs of its ancestors (``strategy="structure"``), while the running cost
