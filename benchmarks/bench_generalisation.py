@@ -20,8 +20,8 @@ reduction with 95% intervals from a bootstrap over episodes (:mod:`lrlib.eval.in
   never used for tuning);
 - ``workarena->webarena``: fitted (and knobs chosen) on WorkArena train+validation steps
   only, measured on every WebArena step (the embedding baseline: validation and test ones);
-- ``miniwob-check``: the shipped reducers on the MiniWoB check half (task types no choice
-  ever read; :func:`lrlab.tuning.crossval.miniwob_half`);
+- ``miniwob-check``: the shipped reducers on the MiniWoB steps of the held-out half of the
+  task types (``data/live/task_split.json``; no choice ever read them);
 - ``gap``: cv-family minus test (coverage, points), interval from independent bootstraps.
 
 Targets of the evidence issue (evidence coverage, information reading,
@@ -46,7 +46,7 @@ import pandas as pd
 
 from lrlab.reducers.learned import load_model
 from lrlab.reducers.program import Program
-from lrlab.tuning.crossval import Fold, folds, miniwob_half
+from lrlab.tuning.crossval import Fold, folds
 from lrlab.tuning.learned_cv import (
     KNOB_KEYS,
     MIN_REDUCTION,
@@ -64,7 +64,9 @@ from lrlib.paths import miniwob_path
 from lrlib.reducers import get_reducer
 
 sys.path.insert(0, str(Path(__file__).parent))
-from train_learned import GRID  # noqa: E402  (the same knob grid)
+from train_learned import GRID, LABELS, MEASURE, failure_sets, miniwob_split  # noqa: E402
+
+# (the same knob grid, labels and knob measure as the shipped model)
 from tune_program import MIN_EVIDENCE  # noqa: E402  (the program's tuning constraint)
 
 BASELINES = ("bm25", "bm25:unit=chunks", "embedding")
@@ -184,15 +186,20 @@ def main() -> int:
     # train half, as the shipped model): knobs chosen inside every fold on inner folds
     small = [x for x in data.load_steps(path=miniwob_path())]
     pool_idx = list(dev_idx)
-    pool = dev + [x for x in small if miniwob_half(x.family) == "train"]
-    check = [x for x in small if miniwob_half(x.family) == "check"]
+    pool = dev + [x for x in small if miniwob_split(x.family) == "tuning"]
+    check = [x for x in small if miniwob_split(x.family) == "heldout"]
     shipped = get_reducer("learned")
     C = float(load_model()[1]["provenance"].get("C", 0.1))
-    cache = prepare(steps, shipped.encoding)
-    pool_cache = [cache[i] for i in pool_idx] + prepare(pool[len(pool_idx) :], shipped.encoding)
-    scores, knobs = nested_cv(
-        pool_cache, [x.family for x in pool], folds(pool, "family"), GRID, MIN_REDUCTION, C
+    label = "decision" if LABELS == "decision" else False
+    mfs = failure_sets(steps + pool[len(pool_idx) :]) if LABELS == "decision" else {}
+    cache = prepare(steps, shipped.encoding, label=label, mfs=mfs)
+    pool_cache = [cache[i] for i in pool_idx] + prepare(
+        pool[len(pool_idx) :], shipped.encoding, label=label, mfs=mfs
     )
+    scores, knobs = nested_cv(
+        pool_cache, [x.family for x in pool], folds(pool, "family"), GRID, MIN_REDUCTION, C,
+        measure=MEASURE,
+    )  # fmt: skip
     pooled = step_results(pool, pool_cache, scores, knobs)
     n_dev = len(dev)
     results["cv-family", "learned"] = (*(v[:n_dev] for v in pooled), ep[dev_idx])
@@ -213,7 +220,9 @@ def main() -> int:
     )  # fmt: skip
     cross = Fold("workarena->webarena", wa, we)
     fam_all = [x.family for x in steps]
-    wa_scores, wa_knobs = nested_cv(cache, fam_all, [cross], GRID, MIN_REDUCTION, C)
+    wa_scores, wa_knobs = nested_cv(
+        cache, fam_all, [cross], GRID, MIN_REDUCTION, C, measure=MEASURE
+    )
     results["workarena->webarena", "learned"] = (
         *step_results(
             [steps[i] for i in we],

@@ -202,6 +202,7 @@ FEATURES: tuple[str, ...] = (
     "interactive_x_bm25", "interactive_x_kids", "unnamed_x_near", "log_cost",
     "quoted", "name_in_goal", "role_in_goal", "hit_before", "first_step", "inter_order",
     "first_x_order", "carrier", "field_pending", "last_el", "filled", "done_choice",
+    "goal_choice", "chosen", "goal_field", "pair_field",
 )  # fmt: skip
 # page or agent state: may only lower a score
 DEMOTE_ONLY = ("field_pending", "last_el", "filled", "done_choice")
@@ -433,6 +434,35 @@ def _name_order_state(
         )
     X[:, col["first_step"]] = first
     X[:, col["first_x_order"]] = first * X[:, col["inter_order"]]
+    _decision_state(step, names, groups, X)
+
+
+def _decision_state(step: Step, names: list[str], groups: list[str], X: np.ndarray) -> None:
+    """The decision-state columns (issue 33), line by line: a named choice the goal names,
+    a ticked choice, a field the goal refers to, a field sharing a label word with another."""
+    tree = step.axtree
+    col = {name: k for k, name in enumerate(FEATURES)}
+    own = [normalise(_NAME.match(name).group(1) or "") for name in names]
+    labels = {}
+    for i, (group, bid) in enumerate(zip(groups, tree.bids, strict=True)):
+        if bid is None:
+            continue
+        named = X[i, col["name_in_goal"]] > 0 or X[i, col["quoted"]] > 0
+        if group == "choice":
+            X[i, col["goal_choice"]] = named
+            X[i, col["chosen"]] = bool(_CHECKED.search(tree.texts[i]))
+        if group == "form":
+            said = X[i, col["hits"]] > 0 or X[i, col["kids_hits"]] > 0 or named
+            X[i, col["goal_field"]] = said or X[i, col["hit_before"]] >= 1 / 3
+            label = own[i]
+            for m in range(i - 1, max(-1, i - 4), -1):
+                if label:
+                    break
+                if own[m] and tree.bids[m] is None:
+                    label = own[m]
+            labels[i] = {w for w in label.split() if len(w) >= 4}
+    for i, words in labels.items():
+        X[i, col["pair_field"]] = any(words & other for m, other in labels.items() if m != i)
 
 
 def carriers(X: np.ndarray, p: np.ndarray, k: int) -> list[int]:

@@ -18,6 +18,14 @@ and the state features (:data:`DEMOTE_ONLY`: a filled field, a ticked box, the e
 just acted on) may only lower a score: training refuses a positive weight for them
 (:func:`lrlab.tuning.learned_fit.fit_model`).
 
+**What a policy checks before acting** (:data:`DECISION`, issue 33) may raise a score: a
+choice the goal names, a choice already ticked or selected, a field the goal refers to, a
+field paired with another by a shared label word (a password and its confirmation). Labels
+from decision evidence and minimal failure sets (:func:`lrlab.tuning.learned_fit.labels`)
+make these lines positives; a demote-only feature could never rank them back. They read
+page state only on choices and fields, never focus, and the guard still drops an attack's
+text whatever its score.
+
 >>> from lrlib.core.step import Step
 >>> tree = "RootWebArea 'Shop'\\n\\t[3] link 'Home'\\n\\t[4] button 'Add to cart'"
 >>> X = line_features(Step(goal="Add a mug to the cart", tree=tree))
@@ -95,9 +103,17 @@ FEATURES: tuple[str, ...] = (
     "interactive_x_bm25", "interactive_x_kids", "unnamed_x_near", "log_cost",
     "quoted", "name_in_goal", "role_in_goal", "hit_before", "first_step", "inter_order",
     "first_x_order", "carrier", "field_pending", "last_el", "filled", "done_choice",
+    "goal_choice", "chosen", "goal_field", "pair_field",
 )  # fmt: skip
 # page or agent state: may only lower a score
 DEMOTE_ONLY = ("field_pending", "last_el", "filled", "done_choice")
+# what a policy checks before acting, free to *raise* a score (issue 33): a choice the goal
+# names, a choice already ticked or selected, a field the goal refers to (by its name or the
+# label just above it), a field paired with another by a shared label word (a password and
+# its confirmation)
+DECISION = ("goal_choice", "chosen", "goal_field", "pair_field")
+PAIR_WORD_MIN = 4  # label words shorter than this do not pair two fields
+LABEL_BACK = 3  # lines searched back for an unnamed field's label text
 _NAME = re.compile(r"^(?:'((?:[^'\\]|\\.)*)')?")
 # _NAME on each line of the joined names, each after its newline (the rest of a line
 # consumed: one match per line)
@@ -129,6 +145,7 @@ ROLE_WORDS: dict[str, tuple[str, ...]] = {
 _C = {name: k for k, name in enumerate(FEATURES)}
 _GROUP_ID = {role: _GROUP_NAMES.index(g) for role, g in ROLE_OF.items()}
 _OTHER, _CHROME, _FORM = (_GROUP_NAMES.index(g) for g in ("other", "chrome", "form"))
+_CHOICE = _GROUP_NAMES.index("choice")
 _INTERACTIVE = np.array([g in INTERACTIVE for g in _GROUP_NAMES])
 _CARRIER = np.array([g in _CARRIES for g in _GROUP_NAMES])
 # a code for each known role (0: none; an unknown role: the last), to read a line's group,
@@ -591,7 +608,56 @@ def line_features(step: Step) -> np.ndarray:
     if not step.history:
         Xt[_C["first_step"]] = True
         Xt[_C["first_x_order"]] = order_x
+    _decision_state(Xt, texts, own, gid == _CHOICE, form & has_bid, has_bid, named | quoted)
     return np.ascontiguousarray(Xt.T)
+
+
+def field_labels(own: list[str], fields: list[int], has_bid: np.ndarray) -> dict[int, str]:
+    """Each field's label: its own (normalised) name, else the nearest named line without a
+    bid at most :data:`LABEL_BACK` lines above it (0-based lines; '' when none).
+
+    >>> field_labels(["", "password", "", "verify password", ""], [2, 4],
+    ...              np.array([False, False, True, False, True]))
+    {2: 'password', 4: 'verify password'}
+    """
+    out = {}
+    for k in fields:
+        label = own[k]
+        if not label:
+            for m in range(k - 1, max(-1, k - 1 - LABEL_BACK), -1):
+                if own[m] and not has_bid[m]:
+                    label = own[m]
+                    break
+        out[k] = label
+    return out
+
+
+def _decision_state(
+    Xt: np.ndarray,
+    texts: list[str],
+    own: list[str],
+    choice: np.ndarray,
+    field: np.ndarray,
+    has_bid: np.ndarray,
+    named: np.ndarray,
+) -> None:
+    """Fill the :data:`DECISION` rows of ``Xt`` (features x lines)."""
+    Xt[_C["goal_choice"]] = choice & has_bid & named
+    for k in np.flatnonzero(choice & has_bid).tolist():
+        if "rue" in texts[k] and _CHECKED.search(texts[k]):
+            Xt[_C["chosen"], k] = 1.0
+    near = Xt[_C["hit_before"]] >= 1.0 / LABEL_BACK  # a goal-mentioning label just above
+    Xt[_C["goal_field"]] = field & ((Xt[_C["hits"]] > 0) | (Xt[_C["kids_hits"]] > 0) | near | named)
+    fields = np.flatnonzero(field).tolist()
+    if len(fields) < 2:
+        return
+    words = {
+        k: {w for w in label.split() if len(w) >= PAIR_WORD_MIN}
+        for k, label in field_labels(own, fields, has_bid).items()
+    }
+    for k in fields:
+        if words[k] and any(words[k] & words[m] for m in fields if m != k):
+            Xt[_C["pair_field"], k] = 1.0
 
 
 def carriers(X: np.ndarray, p: np.ndarray, k: int) -> list[int]:

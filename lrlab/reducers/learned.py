@@ -5,8 +5,11 @@
 and small-page figures with intervals). Every line of the tree gets a probability of being
 what the next action acts on, from the features of :mod:`.features` (role group, BM25 of the
 line and of its children's text against goal and history, a name the goal quotes or repeats,
-tree distance to the last acted element, order of interactive lines, ...), trained on the
-target lines of recorded steps (evidence coverage, :mod:`lrlib.eval.metrics`, is reported).
+tree distance to the last acted element, order of interactive lines, what a policy checks
+before acting, ...), trained on the target lines of recorded steps
+(``benchmarks/train_learned.py``; ``--labels decision`` adds the decision evidence lines,
+:func:`lrlib.data.evidence.decision_groups`, and the minimal failure sets: measured, not
+shipped; evidence coverage, :mod:`lrlib.eval.metrics`, is reported).
 
 **Which lines are kept: a budget, not a threshold.** Lines are taken best first, each with
 the ``[bid] role`` stubs of its ancestors (``strategy="structure"``), while the running cost
@@ -25,7 +28,8 @@ cross-validation scores, date). Loading is plain JSON and inference plain numpy:
 pickle, no scikit-learn at run time (training, :func:`lrlab.tuning.learned_fit.fit_model`, needs it).
 
 No page-controlled signal lifts a line alone: focus is not read (neither a feature nor a
-length), widget state may only lower a score, and lexical match saturates (see
+length), widget state may raise a score only on a choice or a field (the decision features
+of :mod:`.features`), and lexical match saturates (see
 :mod:`.features`); ``tests/test_learned.py`` plants focused attack dialogs in real trees
 and checks it. What the scores cannot tell apart is an attack *button* from a plain one;
 the ``guard`` (on by default) drops lines whose *text* gives an attack away (control
@@ -111,12 +115,24 @@ class LineModel:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> LineModel:
-        """The model from :meth:`to_dict`'s output; its features must be :data:`FEATURES`."""
-        if list(d["features"]) != list(FEATURES):
+        """The model from :meth:`to_dict`'s output; its features must be :data:`FEATURES`,
+        or the first of them (a model trained before columns were appended scores as it
+        did: the new columns get weight 0).
+
+        >>> m = LineModel.from_dict({"features": FEATURES[:2], "mean": [0, 0], "scale": [1, 1],
+        ...                          "coef": [1.0, 2.0], "intercept": 0.0})
+        >>> len(m.coef) == len(FEATURES), m.coef[:3].tolist()
+        (True, [1.0, 2.0, 0.0])
+        """
+        names, k = list(d["features"]), len(d["features"])
+        pad = len(FEATURES) - k
+        same = names == list(FEATURES[:k]) and len(d["mean"]) == len(d["coef"]) == k
+        if not same or pad < 0:
             raise ValueError(
                 "model file was trained on other features; retrain with benchmarks/train_learned.py"
             )
-        return cls(d["features"], d["mean"], d["scale"], d["coef"], d["intercept"])
+        mean, scale = [*d["mean"], *[0.0] * pad], [*d["scale"], *[1.0] * pad]
+        return cls(FEATURES, mean, scale, [*d["coef"], *[0.0] * pad], d["intercept"])
 
 
 def load_model(path: str | Path = MODEL_FILE) -> tuple[LineModel, dict[str, Any]]:

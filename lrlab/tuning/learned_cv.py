@@ -55,8 +55,10 @@ RESCUE = 1  # carriers taken first: a fixed prior (learned.Learned), not chosen 
 MIN_REDUCTION: dict[str, float] = {"miniwob": 0.60, "*": 0.70}
 N_BOOT = 500  # bootstrap replicates per knob setting (a choice, not a report: 2,000 there)
 TIE = 0.005  # coverages closer than this (one or two steps here) are a tie: noise at this n
-MEASURES = ("evidence", "coverage")  # what the knob choice maximises: evidence coverage
-MEASURE = "evidence"  # (information reading, lrlib.data.evidence) or target coverage
+# what the knob choice maximises: evidence coverage (information reading, lrlib.data.evidence),
+# target coverage, or decision evidence coverage (lrlib.data.evidence.decision_groups)
+MEASURES = ("evidence", "coverage", "decision")
+MEASURE = "evidence"
 
 
 @dataclass
@@ -76,14 +78,18 @@ def ranking(d: StepData, p: np.ndarray, rescue: int = RESCUE) -> Ranking:
     return rank_lines(p, d.tokens, d.stub_tokens, d.parents, d.whole, first, d.banned, d.companions)
 
 
-def summarise(d: StepData, p: np.ndarray, rescue: int = RESCUE) -> Summary:
-    """Rank ``d``'s lines by ``p`` once (:func:`ranking`)."""
+def summarise(
+    d: StepData, p: np.ndarray, rescue: int = RESCUE, definition: str = "evidence"
+) -> Summary:
+    """Rank ``d``'s lines by ``p`` once (:func:`ranking`); ``need_evidence`` for the
+    evidence groups of ``definition`` (``"evidence"``, or ``"decision"``: the widened ones)."""
     r = ranking(d, p, rescue)
     pos = r.kept_at
     need_t = float(pos[d.targets].max() + 1) if d.targets else np.inf
     need_e = np.inf
-    if d.evidence:
-        need_e = float(max(pos[g].min() + 1 if g else len(p) + 1 for g in d.evidence))
+    groups = d.decision if definition == "decision" else d.evidence
+    if groups:
+        need_e = float(max(pos[g].min() + 1 if g else len(p) + 1 for g in groups))
     return Summary(r, need_t, need_e)
 
 
@@ -104,12 +110,13 @@ def fast_results(
     scores: Sequence[np.ndarray] | None = None,
     knobs: Mapping[str, Any] | None = None,
     summaries: Sequence[Summary] | None = None,
+    definition: str = "evidence",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per-step (reduction, target coverage, evidence coverage; NaN: none) at ``knobs``,
-    from ``scores`` or from ``summaries`` already computed for them."""
+    """Per-step (reduction, target coverage, evidence coverage of ``definition``; NaN:
+    none) at ``knobs``, from ``scores`` or from ``summaries`` already computed for them."""
     if summaries is None:
         rescue = int(knobs.get("rescue", RESCUE))
-        summaries = [summarise(d, p, rescue) for d, p in zip(data, scores, strict=True)]
+        summaries = [summarise(d, p, rescue, definition) for d, p in zip(data, scores, strict=True)]
     rows = [_at(s, knobs) for s in summaries]
     return tuple(np.array(col, float) for col in zip(*rows, strict=True)) if rows else (
         np.zeros(0), np.zeros(0), np.zeros(0)
@@ -147,7 +154,8 @@ def choose_knobs(
     if measure not in MEASURES:
         raise ValueError(f"unknown measure {measure!r}; valid: {', '.join(MEASURES)}")
 
-    summaries = [summarise(d, p) for d, p in zip(data, scores, strict=True)]
+    definition = "decision" if measure == "decision" else "evidence"
+    summaries = [summarise(d, p, RESCUE, definition) for d, p in zip(data, scores, strict=True)]
     kinds = np.array(["miniwob" if d.benchmark == "miniwob" else "*" for d in data])
     episodes = np.array([d.episode for d in data], dtype=object)
     rows = []
@@ -176,10 +184,11 @@ def choose_knobs(
         row["headroom"] = round(min(margins), 4)
         rows.append(row)
     eligible = [r for r in rows if r["headroom"] >= 0] or [max(rows, key=lambda r: r["headroom"])]
-    other = "coverage" if measure == "evidence" else "evidence"
-    top = max(r[measure] for r in eligible)
-    tied = [r for r in eligible if r[measure] >= top - TIE - 1e-9]
-    best = max(tied, key=lambda r: (r["headroom"], r[measure], r[other]))
+    key = "coverage" if measure == "coverage" else "evidence"  # the "evidence" column holds
+    other = "evidence" if key == "coverage" else "coverage"  # the decision one for "decision"
+    top = max(r[key] for r in eligible)
+    tied = [r for r in eligible if r[key] >= top - TIE - 1e-9]
+    best = max(tied, key=lambda r: (r["headroom"], r[key], r[other]))
     return {**{k: best[k] for k in grid}, "rescue": RESCUE}, rows
 
 
@@ -239,11 +248,14 @@ def step_results(
     scores: Sequence[np.ndarray | None],
     knobs: Mapping[str, Any] | Sequence[Mapping[str, Any] | None],
     encoding: str | None = None,
+    definition: str = "evidence",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Exact per-step token reduction, target and evidence coverage (NaN: no target, or no
     scores) of keeping lines by ``scores`` with ``knobs`` (one dict, or one per step),
-    rendered with ``strategy="structure"``."""
+    rendered with ``strategy="structure"``; ``definition="decision"``: the widened evidence
+    (:func:`lrlib.data.evidence.decision_covered`)."""
     from lrlib.core.tokens import DEFAULT_ENCODING, count_lines, count_tokens
+    from lrlib.data.evidence import decision_covered
     from lrlib.eval.metrics import covers, covers_evidence
 
     enc = encoding or DEFAULT_ENCODING
@@ -259,7 +271,10 @@ def step_results(
         red[k] = 1.0 - count_tokens(out.text, enc) / before if before else 0.0
         c = covers(s, out.kept, out.stubs)
         hit[k] = np.nan if c is None else float(c)
-        e = covers_evidence(s, out.kept)
+        if definition == "decision":
+            e = decision_covered(s, out.kept) if d.evidence is not None else None
+        else:
+            e = covers_evidence(s, out.kept)
         ev[k] = np.nan if e is None else float(e)
     return red, hit, ev
 

@@ -27,44 +27,60 @@ from lrlab.reducers.suspect import suspect_lines
 from lrlib.core.step import Step
 
 
-def labels(step: Step, evidence: bool | str = False) -> np.ndarray:
+def labels(step: Step, evidence: bool | str = False, mfs: Sequence[int] = ()) -> np.ndarray:
     """1 on the step's target lines and, with ``evidence``, on the lines of its evidence
     groups (:func:`lrlib.eval.metrics.typed_evidence`): every group with ``True``, the
     groups of one kind with that kind's name (``"answer"``: the page text a reporting
-    step reports, the only evidence of a step without a target).
+    step reports, the only evidence of a step without a target), every *decision*
+    evidence group with ``"decision"`` (:func:`lrlib.data.evidence.decision_groups`: also
+    the choices the goal names, the fields it refers to, the selected option); and on the
+    1-based lines ``mfs`` (the union of a step's minimal failure sets, every policy's).
 
     >>> s = Step(goal="g", tree="[1] combobox 'Size'\\n\\t[2] option 'S'\\n\\t[3] option 'M'",
     ...          target_bids=("1",), meta={"action": "select_option('1', 'M')"})
     >>> labels(s, evidence=True).tolist(), labels(s).tolist(), labels(s, "answer").tolist()
     ([1, 0, 1], [1, 0, 0], [1, 0, 0])
+    >>> labels(s, mfs=[2]).tolist()
+    [1, 1, 0]
     """
-    from lrlib.eval.metrics import typed_evidence
+    from lrlib.data.evidence import decision_groups
+    from lrlib.eval.metrics import target_status, typed_evidence
 
     y = np.zeros(len(step.axtree), int)
+    n_lines = len(y)
     for n in step.target_lines:
         y[n - 1] = 1
-    if evidence:
-        n_lines = len(y)
+    if evidence == "decision":
+        if target_status(step) != "missing":
+            action = (step.meta or {}).get("action")
+            for _, group in decision_groups(step.axtree, action, step.goal):
+                y[[i - 1 for i in group if 1 <= i <= n_lines]] = 1
+    elif evidence:
         for kind, group in typed_evidence(step):
             if evidence is True or kind == evidence:
                 y[[i - 1 for i in group if 1 <= i <= n_lines]] = 1
+    y[[i - 1 for i in mfs if 1 <= i <= n_lines]] = 1
     return y
 
 
-def readable_by(step: Step) -> list[list[int]] | None:
+def readable_by(step: Step, definition: str = "evidence") -> list[list[int]] | None:
     """For each evidence group of ``step``, the 0-based lines any one of which makes it
     readable (:func:`lrlib.data.evidence.alternatives`: the information reading of evidence
-    coverage); None: no evidence, or a missing target.
+    coverage); None: no evidence, or a missing target. ``definition``: ``"evidence"`` (the
+    groups of :func:`lrlib.eval.metrics.typed_evidence`) or ``"decision"`` (the widened
+    :func:`lrlib.data.evidence.decision_groups`).
 
     >>> s = Step(goal="g", tree="[1] StaticText 'Size'\\n[2] combobox 'Size'\\n\\t[3] option 'M'",
     ...          target_bids=("2",), meta={"action": "select_option('2', 'M')"})
     >>> readable_by(s)
     [[1], [2], [0, 1]]
     """
-    from lrlib.data.evidence import alternatives
+    from lrlib.data.evidence import alternatives, decision_groups
     from lrlib.eval.metrics import typed_evidence
 
     groups = typed_evidence(step)
+    if groups and definition == "decision":
+        groups = decision_groups(step.axtree, (step.meta or {}).get("action"), step.goal)
     if not groups:
         return None
     return [[i - 1 for i in alternatives(step.axtree, kind, g)] for kind, g in groups]
@@ -111,7 +127,9 @@ class StepData:
     in the tree), 0-based evidence groups (None: none), the step's benchmark and episode,
     and the 0-based lines the guard never keeps (:func:`lrlab.reducers.suspect.suspect_lines`).
     ``evidence``: per group, the lines that make it readable (:func:`readable_by`);
-    ``companions``: what a kept line brings (:func:`~lrlab.reducers.budget.companion_lines`)."""
+    ``companions``: what a kept line brings (:func:`~lrlab.reducers.budget.companion_lines`);
+    ``decision``: per *decision* evidence group, the lines that make it readable
+    (:func:`readable_by` with ``"decision"``)."""
 
     X: np.ndarray
     y: np.ndarray
@@ -125,13 +143,18 @@ class StepData:
     episode: str
     banned: list[int] = field(default_factory=list)
     companions: list[list[int]] | None = None
+    decision: list[list[int]] | None = None
 
 
 def prepare(
-    steps: Sequence[Step], encoding: str | None = None, label: bool | str = False
+    steps: Sequence[Step],
+    encoding: str | None = None,
+    label: bool | str = False,
+    mfs: dict[str, Sequence[int]] | None = None,
 ) -> list[StepData]:
     """The :class:`StepData` of every step (the expensive part: ~20 ms a step); ``label``:
-    the ``evidence`` argument of :func:`labels` (False: target lines only)."""
+    the ``evidence`` argument of :func:`labels` (False: target lines only); ``mfs``:
+    step_id -> the lines of its minimal failure sets, positives too."""
     from lrlib.core.tokens import DEFAULT_ENCODING
     from lrlib.eval.metrics import target_status
 
@@ -143,7 +166,7 @@ def prepare(
         out.append(
             StepData(
                 X=line_features(s),
-                y=labels(s, label),
+                y=labels(s, label, (mfs or {}).get(s.step_id, ())),
                 tokens=tokens,
                 stub_tokens=stubs,
                 parents=np.asarray(s.axtree.parents, int),
@@ -154,6 +177,7 @@ def prepare(
                 episode=str(s.meta.get("episode") or s.step_id),
                 banned=[n - 1 for n in suspect_lines(s)],
                 companions=companion_lines(s),
+                decision=readable_by(s, "decision"),
             )
         )
     return out

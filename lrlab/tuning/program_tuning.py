@@ -31,7 +31,7 @@ import numpy as np
 from lrlab.reducers.program import Knobs, line_features
 from lrlib.core.step import Step
 from lrlib.core.tokens import DEFAULT_ENCODING, count_lines, line_token_counts
-from lrlib.data.evidence import alternatives, context_lines
+from lrlib.data.evidence import alternatives, context_lines, decision_groups
 from lrlib.eval.metrics import target_status, typed_evidence
 
 _KINDS = ("url", "text", "form", "button", "link", "item", "other")
@@ -57,9 +57,19 @@ GRID: dict[str, tuple] = {
 
 
 class TuningSet:
-    """The program's inputs for many steps, flattened for fast re-scoring."""
+    """The program's inputs for many steps, flattened for fast re-scoring. ``definition``:
+    the evidence that ``min_evidence`` holds, ``"evidence"`` (:func:`~lrlib.eval.metrics.
+    typed_evidence`) or ``"decision"`` (:func:`lrlib.data.evidence.decision_groups`, the
+    learned scorer's labels); ``mfs``: step_id -> minimal failure set lines, each then a
+    group of its own (kept verbatim) beside them."""
 
-    def __init__(self, steps: Sequence[Step], encoding: str = DEFAULT_ENCODING) -> None:
+    def __init__(
+        self,
+        steps: Sequence[Step],
+        encoding: str = DEFAULT_ENCODING,
+        definition: str = "evidence",
+        mfs: dict[str, Sequence[int]] | None = None,
+    ) -> None:
         cols: dict[str, list] = {
             k: []
             for k in (
@@ -101,6 +111,10 @@ class TuningSet:
                 comp_owner += [offset + i] * len(lines)
                 comp_line += [offset + m - 1 for m in lines]
             groups = typed_evidence(step)
+            if groups and definition == "decision":
+                action = (step.meta or {}).get("action")
+                groups = decision_groups(tree, action, step.goal)
+                groups += [("target", [m]) for m in (mfs or {}).get(step.step_id, ())]
             evidence.append(
                 [[offset + m - 1 for m in alternatives(tree, k, g)] for k, g in groups]
                 if groups

@@ -41,6 +41,10 @@ collapsed; a *name* is the quoted text after the role, ``[a5] heading 'Quantity'
 
 Names made only of icon-font escapes (``'\\uf137'``) do not count as text.
 
+**Decision evidence** (:func:`decision_groups`, the widened definition, metric
+``decision_covered``) adds what a policy checks before it acts: the state of the choices
+the goal names, every field the goal refers to, the option already selected.
+
 A step has *evidence* when it has at least one group; steps whose action names a bid the
 tree lacks are ``missing``, as for target coverage. The dataset stores the groups of each
 step in ``evidence_lines`` (computed by the importer with this module).
@@ -279,6 +283,9 @@ def _answer(t: _Tree, text: str, goal: str) -> list[list[int]]:
 
 
 KINDS = ("target", "option", "label", "carrier", "group", "answer")
+# kinds whose information is on the line itself (a bid to act on, a widget's state): only
+# that line makes them readable
+OWN_LINE = frozenset({"target", "state", "field", "selected"})
 
 
 @lru_cache(maxsize=1024)
@@ -341,7 +348,7 @@ def alternatives(tree: str | AxTree, kind: str, group: Sequence[int]) -> list[in
     tree = parse(tree) if isinstance(tree, str) else tree
     names = _names(tree)
     own = {n for n in group if 1 <= n <= len(names)}
-    if kind == "target":
+    if kind in OWN_LINE:
         return sorted(own)
     wanted = {names[n - 1] for n in own if _has_text(names[n - 1])}
     if not wanted:
@@ -553,3 +560,161 @@ def mfs_covered(
     shown = set(kept)
     return {f"mfs_{label}": (set(s[step_id]) <= shown if step_id in s else None)
             for label, s in sets.items()}  # fmt: skip
+
+
+# ---- decision evidence: what a policy checks before acting ---------------------------------
+
+DECISION_KINDS = ("state", "field", "selected")
+_WORDS = re.compile(r"[^\W_]+")
+# words too common in goals and labels to say that the goal refers to a field
+_COMMON = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "into",
+        "with",
+        "from",
+        "your",
+        "this",
+        "that",
+        "text",
+        "field",
+        "fields",
+        "box",
+        "button",
+        "click",
+        "enter",
+        "select",
+        "submit",
+        "press",
+        "type",
+        "form",
+        "name",
+        "value",
+    ]
+)
+DECISION_WORD_MIN = 4  # a label word the goal repeats (3 letters: "the", "and", "box"...)
+
+
+def _phrase(text: str) -> str:
+    """``text`` as its casefolded words joined by single spaces, padded with spaces."""
+    return " " + " ".join(_WORDS.findall(text.casefold())) + " "
+
+
+def _goal_names(name: str, goal: str) -> bool:
+    """True when the goal (:func:`_phrase`) holds ``name`` as a whole word sequence."""
+    words = _phrase(name)
+    return words.strip() != "" and words in goal
+
+
+def _goal_refers(name: str, goal: str) -> bool:
+    """True when the goal names ``name`` whole or repeats one of its words of
+    :data:`DECISION_WORD_MIN`+ characters other than :data:`_COMMON` ones ("password" for
+    a field labelled 'Verify password')."""
+    if _goal_names(name, goal):
+        return True
+    return any(
+        len(w) >= DECISION_WORD_MIN and w not in _COMMON and f" {w} " in goal
+        for w in _phrase(name).split()
+    )
+
+
+def _field_label(t: _Tree, n: int) -> int:
+    """The label line of an unnamed field (as :func:`context_lines` finds it), else 0."""
+    roles, names = t.tree.roles, t.names
+    for m in range(n - 1, max(t.scope(n), n - CONTEXT_BACK) - 1, -1):
+        if roles[m - 1] in LABEL_ROLES and _has_text(names[m - 1]):
+            return m
+    return 0
+
+
+_SELECTED = re.compile(r"selected=True|checked='true'|checked=True|pressed='true'")
+
+
+@lru_cache(maxsize=1024)
+def _decision(tree: AxTree, goal: str) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    t = _Tree(tree)
+    roles, names, texts = tree.roles, t.names, tree.texts
+    g = _phrase(goal)
+    out: list[tuple[str, tuple[int, ...]]] = []
+    named_fields: set[int] = set()
+    for n in range(1, len(tree) + 1):
+        if tree.bids[n - 1] is None:
+            continue
+        role, name = roles[n - 1], names[n - 1]
+        if role in CHOICES and _has_text(name) and _goal_names(name, g):
+            out.append(("state", (n,)))
+        elif role in FIELDS:
+            label = 0 if _has_text(name) else _field_label(t, n)
+            said = name if label == 0 else names[label - 1]
+            if _has_text(said) and _goal_refers(said, g):
+                out.append(("field", (n,)))
+                named_fields.add(n)
+                if label:
+                    out.append(("label", (label,)))
+    wanted = {a for kind, (n,) in out if kind == "state" for a in tree.ancestors(n)[:2]}
+    for n in range(1, len(tree) + 1):
+        if roles[n - 1] == "option" and _SELECTED.search(texts[n - 1]):
+            ups = tree.ancestors(n)[:GROUP_DEPTH]
+            if any(a in wanted or a in named_fields for a in ups):
+                out.append(("selected", (n,)))
+    return tuple(out)
+
+
+def decision_groups(
+    tree: str | AxTree, action: str | None, goal: str = ""
+) -> list[tuple[str, list[int]]]:
+    """The *decision evidence* of ``action`` (the widened definition, issue 33): its
+    evidence groups (:func:`typed_groups`) plus what a policy checks before it acts, read
+    from the goal and the tree:
+
+    - **state**: every choice (checkbox, radio, option...) the goal names, whole name as
+      whole words: its own line shows whether it is ticked already;
+    - **field**: every field (textbox, combobox...) the goal refers to by its name or its
+      label (the whole name, or a word of 4+ characters: both fields of a "password" and
+      "verify password" pair), with an unnamed field's label line (a **label** group);
+    - **selected**: the option already selected (or ticked) inside such a field or inside
+      the group of a choice the goal names.
+
+    State, field and selected groups are readable only on their own line (their state is
+    there). Covered as the first definition (:func:`covered`).
+
+    >>> tree = ("RootWebArea 'T'\\n\t[3] checkbox 'Nb', checked='true'\\n"
+    ...         "\t[4] checkbox 'Ne', checked='false'\\n\t[5] button 'Submit'")
+    >>> decision_groups(tree, "click('5')", goal="Select Nb, Ne and click Submit.")
+    [('target', [4]), ('state', [2]), ('state', [3])]
+    >>> pw = ("[1] LabelText ''\\n\tStaticText 'Password'\\n[2] textbox ''\\n[4] LabelText ''\\n"
+    ...       "\tStaticText 'Verify password'\\n[5] textbox ''\\n[6] button 'Submit'")
+    >>> decision_groups(pw, "fill('2', 'x')", goal='Enter the password "x" into both fields.')
+    [('target', [3]), ('label', [2]), ('field', [6]), ('label', [5])]
+    """
+    tree = parse(tree) if isinstance(tree, str) else tree
+    groups = typed_groups(tree, action, goal)
+    seen = {tuple(sorted(g)) for _, g in groups}
+    for kind, g in _decision(tree, goal or ""):
+        if g not in seen:
+            seen.add(g)
+            groups.append((kind, list(g)))
+    return groups
+
+
+def decision_covered(step: Step, kept: Collection[int]) -> bool | None:
+    """True when every decision evidence group of ``step`` (:func:`decision_groups` of its
+    recorded action) is readable on the ``kept`` lines; None when the step's target is not
+    in its tree or it has no group.
+
+    >>> s = Step(goal="Select Nb and click Submit.", tree="[3] checkbox 'Nb', checked='true'\\n"
+    ...          "[5] button 'Submit'", target_bids=("5",), meta={"action": "click('5')"})
+    >>> decision_covered(s, [2]), decision_covered(s, [1, 2])
+    (False, True)
+    """
+    tree = step.axtree
+    if any(tree.line_of(b) is None for b in step.target_bids):
+        return None
+    groups = decision_groups(tree, (step.meta or {}).get("action"), step.goal)
+    if not groups:
+        groups = [("target", [n]) for n in step.target_lines]
+    if not groups:
+        return None
+    return covered(tree, groups, kept)

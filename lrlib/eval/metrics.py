@@ -56,7 +56,7 @@ from typing import Any
 from lrlib.core.axtree import split_lines
 from lrlib.core.step import Step
 from lrlib.data.evidence import covered as evidence_covered
-from lrlib.data.evidence import typed_groups
+from lrlib.data.evidence import decision_covered, typed_groups
 
 STATUSES = ("ok", "none", "missing")
 HORIZONS = (1, 2, 3)  # planning horizons k measured by an evaluation
@@ -206,6 +206,7 @@ def step_metrics(
     ok = ev_status == "ok"
     row["evidence_covered"] = covers_evidence(step, shown) if ok else None
     row["evidence_covered_lines"] = all(any(n in shown for n in g) for g in groups) if ok else None
+    row["decision_covered"] = decision_covered(step, shown) if ok else None  # widened evidence
     for k, lines in enumerate(horizon or (), 1):
         row[f"horizon_covered_{k}"] = all(n in shown for n in lines) if lines else None
     return row

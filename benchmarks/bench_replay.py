@@ -1,0 +1,95 @@
+"""Offline replay success per reducer and half of the task types, with 95% intervals.
+
+Usage: ``python benchmarks/bench_replay.py [--reducers "full;program;learned"]
+[--source miniwob live] [--live-dir DIR] [--seeds 0 1 2 3 4] [--csv FILE]``
+
+A browser-free proxy for live success (:mod:`lrlab.agent.replay`): on every trajectory
+played on the full observation, the scripted policy is shown each reducer's output of the
+full tree at every step; an episode replays when it takes the full tree's action at every
+step. Two sources of full-tree trajectories:
+
+- ``miniwob``: the MiniWoB check set (``data/miniwob_ood.jsonl.gz``: recorded steps, each
+  action verified by the task's reward; usable where the policy reproduces them);
+- ``live``: the ``full`` reducer's episodes of ``lrlib live`` / ``benchmarks/bench_live.py``
+  (their AgentLab folders, default ``.lrlib/results/live/scripted``), when present.
+
+Rows are split by the committed halves of the task types (``data/live/task_split.json``):
+knobs may be chosen on ``tuning``; ``heldout`` is the report. Intervals: bootstrap over task
+types, n = episodes / task types. Prints a markdown table; ``--csv`` writes the episodes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from lrlab.agent.live import TASKS
+from lrlab.agent.policies import get_policy
+from lrlab.agent.replay import replay_episodes, replay_steps, replay_table
+from lrlab.agent.split import half_of
+from lrlib.data import dataset as data
+from lrlib.eval.evaluation import markdown_table
+from lrlib.paths import miniwob_path, results_dir
+
+REDUCERS = "full;bm25;program;learned"
+
+
+def live_full_steps(folder: Path, policy: str, seeds: list[int]) -> list:
+    """The steps of the ``full`` reducer's live episodes under ``folder`` (their full trees)."""
+    from dataclasses import replace
+
+    from lrlab.agent.live_report import live_steps
+
+    found = live_steps(folder, policy, "full", TASKS, seeds)
+    return [
+        replace(ls.step, family=f"miniwob.{ls.task}", episode=f"live.{ls.task}_{ls.seed}")
+        for ls in found
+    ]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reducers", default=REDUCERS, help="';'-separated reducer specs")
+    parser.add_argument("--source", nargs="+", default=["miniwob", "live"],
+                        choices=("miniwob", "live"))  # fmt: skip
+    parser.add_argument("--live-dir", type=Path, default=None)
+    parser.add_argument("--policy", default="scripted")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--csv", type=Path, default=None, help="write the episodes here")
+    args = parser.parse_args()
+    policy = get_policy(args.policy)
+    reducers = [r for r in args.reducers.split(";") if r]
+    frames = []
+    import pandas as pd
+
+    for source in args.source:
+        if source == "miniwob":
+            steps = data.load_steps(path=miniwob_path())
+        else:
+            folder = args.live_dir or results_dir() / "live" / args.policy
+            steps = live_full_steps(folder, args.policy, args.seeds) if folder.is_dir() else []
+        if not steps:
+            print(f"{source}: no full-tree trajectories found, skipped")
+            continue
+        start = time.perf_counter()
+        rows = replay_steps(steps, reducers, policy)
+        eps = replay_episodes(rows)
+        eps.insert(0, "source", source)
+        eps.insert(1, "half", [half_of(t) for t in eps["task"]])
+        frames.append(eps)
+        print(f"{source}: {len(steps)} steps x {len(reducers)} reducers replayed in "
+              f"{time.perf_counter() - start:.0f} s")  # fmt: skip
+    if not frames:
+        return 1
+    eps = pd.concat(frames, ignore_index=True)
+    table = replay_table(eps, by=("source", "half", "reducer"))
+    print(markdown_table(table, floats="{:.3f}"))
+    if args.csv:
+        eps.to_csv(args.csv, index=False)
+        print(f"episodes written to {args.csv}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
