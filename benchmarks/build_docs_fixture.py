@@ -12,8 +12,7 @@ import json
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "docsite"
-WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike "
-         "november oscar papa quebec romeo sierra tango uniform victor whiskey").split()  # fmt: skip
+WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform", "victor", "whiskey"]  # fmt: skip
 
 
 def page(title: str, body: str, depth: int = 0) -> str:
@@ -92,7 +91,7 @@ def build() -> None:
         "setTimeout(() => {\n  for (const p of PAGES) {\n"
         "    if (words.length && words.every(w => p.title.toLowerCase().includes(w))) {\n"
         '      const li = document.createElement("li"), a = document.createElement("a");\n'
-        '      a.href = p.url; a.textContent = p.title; li.appendChild(a);\n'
+        "      a.href = p.url; a.textContent = p.title; li.appendChild(a);\n"
         '      document.getElementById("results").appendChild(li);\n    }\n  }\n}, 200);\n'
         "</script>"
     )

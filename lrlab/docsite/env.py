@@ -54,7 +54,10 @@ def missing_packages() -> list[str]:
     """The packages ``lrlib live --env docs`` needs that are not installed."""
     from importlib.util import find_spec
 
-    need = {"browsergym.core": "browsergym-core", "browsergym.experiments": "browsergym-experiments"}
+    need = {
+        "browsergym.core": "browsergym-core",
+        "browsergym.experiments": "browsergym-experiments",
+    }
     out = []
     for mod, pkg in need.items():
         try:
@@ -142,7 +145,6 @@ class DocsEnv:
         self.actions = HighLevelActionSet(subsets=["chat", "bid", "nav"], strict=False,
                                           multiaction=False)  # fmt: skip
         cls = _task_class()
-        import gymnasium as gym
 
         for family in FAMILIES:
             name = f"docs.{self.site.name}.{family}"

@@ -191,15 +191,17 @@ def _search(query: str, result: str, history: Sequence[str], ls: list[Line]):
             x = _link(ls, result)
             return f"click({x.bid!r})", [x.n]
         except Missing:
-            if history and history[-1].startswith("noop("):
+            waited = len(history) - len([a for a in history if not a.startswith("noop(")])
+            if waited >= 3 or not history[-1].startswith(("noop(", "press(")):
                 raise
-            return "noop(2000)", []  # the results are listed by the page's script: wait once
+            return "noop(2000)", []  # the page's script lists the results: wait (3 times)
     boxes = [x for x in ls if x.role in _BOX and x.bid]
     if not boxes:
         raise Missing("no search box")
-    box = boxes[0]
-    if not any(a.startswith("fill(") for a in history):
-        return f"fill({box.bid!r}, {query!r})", [box.n]
+    filled = [a for a in history if a.startswith("fill(")]
+    if not filled:
+        return f"fill({boxes[0].bid!r}, {query!r})", [boxes[0].n]
+    box = next((x for x in boxes if filled[-1].startswith(f"fill({x.bid!r},")), boxes[0])
     return f"press({box.bid!r}, 'Enter')", [box.n]
 
 

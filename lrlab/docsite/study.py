@@ -70,9 +70,9 @@ def success_table(episodes: Any) -> Any:
                             + episodes["seed"].astype(str))  # fmt: skip
     a = bootstrap(frame, "success", by="reducer", cluster="task")
     b = bootstrap(frame, "success", by="reducer", cluster="family")
+    a = a[["reducer", "estimate", "lo", "hi", "n_steps"]]
     out = a.rename(columns={"estimate": "success", "lo": "success_lo", "hi": "success_hi",
-                            "n_steps": "n_episodes"})[["reducer", "success", "success_lo",
-                                                       "success_hi", "n_episodes"]]  # fmt: skip
+                            "n_steps": "n_episodes"})  # fmt: skip
     b = b.rename(columns={"lo": "family_lo", "hi": "family_hi", "n_episodes": "n_families"})
     return out.merge(b[["reducer", "family_lo", "family_hi", "n_families"]], on="reducer")
 
@@ -84,9 +84,9 @@ def reduction_table(steps: Any) -> Any:
         return None
     r = bootstrap(steps.dropna(subset=["reduction"]), "reduction", by="reducer", stat="median",
                   cluster="task")  # fmt: skip
-    r = r.rename(columns={"estimate": "reduction", "lo": "reduction_lo", "hi": "reduction_hi",
-                          "n_steps": "n_steps"})[["reducer", "reduction", "reduction_lo",
-                                                  "reduction_hi", "n_steps"]]  # fmt: skip
+    r = r[["reducer", "estimate", "lo", "hi", "n_steps"]].rename(
+        columns={"estimate": "reduction", "lo": "reduction_lo", "hi": "reduction_hi"}
+    )
     med = steps.groupby("reducer", sort=False).agg(median_lines=("n_lines", "median"),
                                                    lrlib_ms=("reduction_ms", "median"))  # fmt: skip
     return r.merge(med.reset_index(), on="reducer")

@@ -191,6 +191,15 @@ def resolve(page: str, href: str) -> str | None:
     return None if path == page or path.startswith("..") else path
 
 
+def _words(title: str) -> str:
+    """A title as a search query: its words only (a search index has no dashes or quotes).
+
+    >>> _words("dbm — Interfaces to Unix “databases”")
+    'dbm Interfaces to Unix databases'
+    """
+    return " ".join(re.findall(r"[\w.]+", title))
+
+
 class Generator:
     """The task families of a :class:`Site` (module doc).
 
@@ -249,9 +258,14 @@ class Generator:
             length = self.site.page(path).length
             for f in facts:
                 rel = f.offset / max(1, length)
-                if deep and length >= DEEP_CHARS and rel >= 0.5:
-                    yield path, f
-                elif not deep and length >= 2000 and rel < 0.5:
+                if (
+                    deep
+                    and length >= DEEP_CHARS
+                    and rel >= 0.5
+                    or not deep
+                    and length >= 2000
+                    and rel < 0.5
+                ):
                     yield path, f
 
     def _candidates(self, family: str) -> list[Task]:
@@ -286,7 +300,7 @@ class Generator:
                     titles[heads[page.path].casefold()] += 1
             corpus = self.search_corpus
             return [Task(s, family, 0, start,
-                         f'Search this site for "{t}" and open the result "{t}".',
+                         f'Search this site for "{_words(t)}" and open the result "{t}".',
                          target=path, source=f"{path}: h1")
                     for path, t in heads.items() if titles[t.casefold()] == 1 and path != start
                     and (f'"{path}"' in corpus or f'"{path.removesuffix(".html")}"' in corpus)]  # fmt: skip
