@@ -29,6 +29,7 @@ SITES = ("/usr/share/doc/python3.11-doc/html", "/usr/share/doc/nodejs/api")
 
 
 def main(argv: list[str] | None = None) -> int:
+    from lrlab.agent.live import done
     from lrlab.docsite.run import plan_docs, run_docs
     from lrlab.docsite.site import Site, SiteError
     from lrlab.docsite.study import STUDY_REDUCERS, summarise
@@ -45,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--ship", action="store_true", help="copy the tables to data/live/docs/")
+    p.add_argument("--no-play", action="store_true",
+                   help="summarise the episodes already recorded (e.g. after stopping a run)")  # fmt: skip
     args = p.parse_args(argv)
     reducers = list(STUDY_REDUCERS)
     if args.reducers:
@@ -63,7 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"bench_docs: {[s.describe() for s in sites]}; tasks {counts}; reducers {reducers}",
           flush=True)  # fmt: skip
     k = 0
-    while k < args.tasks_per_family and (time.perf_counter() - start) / 60 < args.minutes:
+    while (not args.no_play and k < args.tasks_per_family
+           and (time.perf_counter() - start) / 60 < args.minutes):  # fmt: skip
         k += 1
         for site in sites:
             specs = plan_docs(site.name, reducers, counts[site.name], k)
@@ -74,13 +78,27 @@ def main(argv: list[str] | None = None) -> int:
                 results[(spec.reducer, spec.task, spec.seed)] = r
             print(f"round {k} {site.name}: {len(specs)} episodes in {time.perf_counter() - t:.0f} s; "
                   f"{(time.perf_counter() - start) / 60:.1f} min so far", flush=True)  # fmt: skip
-    rows = list(results.values())
+    for site in sites:  # every episode recorded (a run stopped mid-round included)
+        for spec in plan_docs(site.name, reducers, counts[site.name], args.tasks_per_family):
+            key = (spec.reducer, spec.task, spec.seed)
+            if key not in results and (prev := done(out, spec, "scripted", "docs")) is not None:
+                results[key] = prev
+    # paired: only the tasks every reducer played
+    have: dict[tuple, set] = {}
+    for reducer, task, seed in results:
+        have.setdefault((task, seed), set()).add(reducer)
+    rows = [
+        r for (reducer, task, seed), r in results.items() if have[(task, seed)] >= set(reducers)
+    ]
+    if not rows:
+        print("bench_docs: no task was played by every reducer yet", file=sys.stderr)
+        return 1
     table, episodes, steps = summarise(rows, out, "scripted")
     for name, frame in (("summary", table), ("episodes", episodes), ("steps", steps)):
         frame.to_csv(out / f"{name}.csv", index=False)
     prov = next((r["provenance"] for r in rows if r.get("provenance")), {})
     meta = {"sites": [s.describe() for s in sites], "families": list(FAMILIES),
-            "reducers": reducers, "rounds": k, "minutes": (time.perf_counter() - start) / 60,
+            "reducers": reducers, "rounds": k, "episodes": len(rows), "minutes": (time.perf_counter() - start) / 60,
             "jobs": args.jobs, "load_average": os.getloadavg(),
             "browser_build": prov.get("browser_build"), "provenance": prov}  # fmt: skip
     (out / "meta.json").write_text(json.dumps(meta, indent=1, default=str))

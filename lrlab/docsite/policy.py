@@ -47,25 +47,26 @@ class Line:
     bid: str | None
     role: str
     name: str
+    rest: str = ""
 
 
 def parse(text: str, numbers: Sequence[int] | None = None) -> list[Line]:
     """The observation's lines (unreadable ones skipped).
 
     >>> parse("RootWebArea 'T'\\n\\t[5] link 'a ¶'")[1]
-    Line(n=2, depth=1, bid='5', role='link', name='a')
+    Line(n=2, depth=1, bid='5', role='link', name='a', rest='')
     """
     out = []
     for n, line in numbered(text, numbers):
         m = _LINE.match(line)
         if not m:
             continue
-        tabs, bid, role, name, _ = m.groups()
+        tabs, bid, role, name, rest = m.groups()
         try:
             label = ast.literal_eval(name) if name else ""
         except (ValueError, SyntaxError):
             label = name[1:-1]
-        out.append(Line(n, len(tabs), bid, role, clean(str(label))))
+        out.append(Line(n, len(tabs), bid, role, clean(str(label)), rest.strip(", ")))
     return out
 
 
@@ -198,11 +199,16 @@ def _search(query: str, result: str, history: Sequence[str], ls: list[Line]):
     boxes = [x for x in ls if x.role in _BOX and x.bid]
     if not boxes:
         raise Missing("no search box")
-    filled = [a for a in history if a.startswith("fill(")]
-    if not filled:
-        return f"fill({boxes[0].bid!r}, {query!r})", [boxes[0].n]
-    box = next((x for x in boxes if filled[-1].startswith(f"fill({x.bid!r},")), boxes[0])
-    return f"press({box.bid!r}, 'Enter')", [box.n]
+    # the box showing the query took the fill: press Enter there; else fill one not tried
+    # yet (a page may hold a search box it does not show, e.g. a mobile menu's)
+    for x in boxes:
+        if f"value={query!r}" in x.rest:
+            return f"press({x.bid!r}, 'Enter')", [x.n]
+    tried = {a.split("'")[1] for a in history if a.startswith("fill(") and "'" in a}
+    fresh = [x for x in boxes if x.bid not in tried]
+    if not fresh:
+        raise Missing("no search box takes the query")
+    return f"fill({fresh[0].bid!r}, {query!r})", [fresh[0].n]
 
 
 @lru_cache(maxsize=1)

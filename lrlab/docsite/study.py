@@ -21,6 +21,8 @@ from typing import Any
 
 from lrlib.eval.intervals import bootstrap
 
+BIG_LINES = 9_000  # lrlib's latency is also reported on the steps of trees at least this big
+
 #: The study's reducers: the learned and program reducers with their injection guard on
 #: (default) and off, so what the guard costs in success on clean pages is measured.
 STUDY_REDUCERS = ("full", "truncate-agentlab", "bm25", "program", "program:guard=false",
@@ -87,8 +89,11 @@ def reduction_table(steps: Any) -> Any:
     r = r[["reducer", "estimate", "lo", "hi", "n_steps"]].rename(
         columns={"estimate": "reduction", "lo": "reduction_lo", "hi": "reduction_hi"}
     )
-    med = steps.groupby("reducer", sort=False).agg(median_lines=("n_lines", "median"),
-                                                   lrlib_ms=("reduction_ms", "median"))  # fmt: skip
+    med = steps.groupby("reducer", sort=False).agg(
+        median_lines=("n_lines", "median"), lrlib_ms=("reduction_ms", "median")
+    )
+    big = steps[steps["n_lines"] >= BIG_LINES].groupby("reducer", sort=False)
+    med = med.join(big.agg(n_big=("n_lines", "size"), lrlib_ms_big=("reduction_ms", "median")))
     return r.merge(med.reset_index(), on="reducer")
 
 
