@@ -19,15 +19,14 @@ by an in-memory record, as for MiniWoB.
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from lrlab.agent.miniwob import MiniWoB
 from lrlab.docsite.site import Server, Site, norm
 from lrlab.docsite.tasks import FAMILIES, SEED, Task, load_tasks
 
-CANONICAL_BASE = "http://localhost:8000/"
 SLOW_MO_MS = 50  # BrowserGym's default 1 s pause after each Playwright call is for humans
 TIMEOUT_MS = 15_000
 
@@ -110,11 +109,12 @@ def _task_class() -> type:
     return DocsTask
 
 
-class DocsEnv:
+class DocsEnv(MiniWoB):
     """BrowserGym environments of a documentation site (module doc); a context manager that
-    stops its server and browsers. ``base`` reuses a server already running (workers)."""
+    stops its server and browsers. ``base`` reuses a server already running (workers).
+    Closing, :meth:`close_env` and :meth:`canonical` are MiniWoB's."""
 
-    benchmark = "docs"
+    benchmark = "docs"  # episodes are recorded as docs.<site>.<family> (lrlab.agent.live)
 
     def __init__(
         self,
@@ -132,10 +132,11 @@ class DocsEnv:
         self.chromium = chromium_path(chromium)
         self.browser_build = chromium_build(self.chromium)
         self.tasks = load_tasks(self.site, seed)
-        self._server: Server | None = None
+        self._server = None  # MiniWoB's subprocess server: none here
+        self._http: Server | None = None
         if base is None:
-            self._server = Server(self.site.root)
-            base = self._server.url
+            self._http = Server(self.site.root)
+            base = self._http.url
         self.base = base
         import browsergym.core.env as bgenv
         from browsergym.core.action.highlevel import HighLevelActionSet
@@ -180,27 +181,11 @@ class DocsEnv:
 
     def close_env(self, task: str) -> None:
         """Close ``task``'s environment (the next :meth:`env` opens a fresh one)."""
-        env = self._envs.pop(task.rsplit(".", 1)[-1], None)
-        if env is not None:
-            with contextlib.suppress(Exception):
-                env.close()
-
-    def canonical(self, text: str) -> str:
-        """``text`` with the local server address written as a fixed one."""
-        return text.replace(self.base, CANONICAL_BASE)
+        super().close_env(task.rsplit(".", 1)[-1])
 
     def close(self) -> None:
         """Close every environment and stop the server."""
-        for env in self._envs.values():
-            with contextlib.suppress(Exception):
-                env.close()
-        self._envs.clear()
-        if self._server is not None:
-            self._server.close()
-            self._server = None
-
-    def __enter__(self) -> DocsEnv:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        super().close()
+        if self._http is not None:
+            self._http.close()
+            self._http = None
