@@ -80,6 +80,6 @@ per_family = episodes.pivot_table(index="reducer", columns="family", values="suc
                                   aggfunc="mean")  # fmt: skip
 display(per_family.round(2))
 guard = summary.set_index("reducer")["success"]
-pairs = [(r, f"{r}:guard=false") for r in ("program", "learned") if f"{r}:guard=false" in guard]
+pairs = [(r, f"{r}:guard=False") for r in ("program", "learned") if f"{r}:guard=False" in guard]
 display(pd.DataFrame([{"reducer": r, "guard on": guard[r], "guard off": guard[g]}
                       for r, g in pairs]))  # fmt: skip

@@ -25,8 +25,8 @@ BIG_LINES = 9_000  # lrlib's latency is also reported on the steps of trees at l
 
 #: The study's reducers: the learned and program reducers with their injection guard on
 #: (default) and off, so what the guard costs in success on clean pages is measured.
-STUDY_REDUCERS = ("full", "truncate-agentlab", "bm25", "program", "program:guard=false",
-                  "learned", "learned:guard=false")  # fmt: skip
+STUDY_REDUCERS = ("full", "truncate-agentlab", "bm25", "program", "program:guard=False",
+                  "learned", "learned:guard=False")  # fmt: skip
 
 
 def episodes_frame(results: Sequence[dict[str, Any]]) -> Any:
