@@ -14,6 +14,8 @@ import socket
 import urllib.request
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lrlab.docsite.env import missing_packages
 from lrlab.docsite.policy import DocsScriptedPolicy
@@ -158,3 +160,35 @@ def test_episodes_import_with_provenance_and_no_machine_paths(live, tmp_path):
 
 def test_answers_are_scored_by_normalised_exact_match():
     assert norm(" 2 - Stable. ") == norm("2 - stable") and norm("v1.2") != norm("v1.20")
+
+
+def test_llm_policy_reports_through_any_endpoint(httpserver, tmp_path):
+    from fake_openai import Script, serve
+
+    from lrlab.docsite.run import get_docs_policy
+    from lrlib.llm.cache import ResponseCache
+    from lrlib.llm.client import LLMClient
+
+    tree = "RootWebArea 'Doc'\n\t[3] heading 'Install'\n\t\tStaticText 'Added in: v1.2'"
+    script = Script(lambda body, n: '{"action": "send_msg_to_user(\'v1.2\')", "lines": [3, 99]}')
+    client = LLMClient("fake-model", base_url=serve(httpserver, script), api_key="x",
+                       cache=ResponseCache(tmp_path / "llm"), max_retries=0)  # fmt: skip
+    d = get_docs_policy("llm", client=client).act("Report the Added in.", [], tree)
+    assert (d.action, d.lines, d.model) == ("send_msg_to_user('v1.2')", [3], "fake-model")
+    user = script.bodies[0]["messages"][1]["content"]
+    assert "Report the Added in." in user and "3: \t\tStaticText 'Added in: v1.2'" in user
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(["<table>", "<tr>", "<th>Name</th>", "<td>x</td>", "<td>1</td>",
+                                 "</tr>", "</table>", "<h2>H</h2>", "<span>Added in: v1</span>",
+                                 "<details>", "</details>", "<p>", "text", "<a href='b.html'>B</a>",
+                                 "&amp;", "<br>", "</div>"]), max_size=40))  # fmt: skip
+def test_any_html_parses_and_facts_come_from_its_text(parts):
+    from lrlab.docsite.site import parse_html
+    from lrlab.docsite.tasks import label_facts, table_facts
+
+    root = parse_html("".join(parts))
+    text = root.text()
+    for f in table_facts(root) + label_facts(root):
+        assert f.answer in text and f.key in text and f.label in text
