@@ -97,10 +97,26 @@ def main(argv: list[str] | None = None) -> int:
     for name, frame in (("summary", table), ("episodes", episodes), ("steps", steps)):
         frame.to_csv(out / f"{name}.csv", index=False)
     prov = next((r["provenance"] for r in rows if r.get("provenance")), {})
+    # lrlib's share per step on the biggest tree played, every reducer (offline, same machine)
+    big = steps[steps["reducer"] == "full"].sort_values("n_lines").tail(1)
+    overhead: dict = {}
+    if len(big):
+        from lrlab.agent.live import episode_dir
+        from lrlab.docsite.study import overhead_ms
+        from lrlib.data.safepickle import load_path
+
+        b = big.iloc[0]
+        folder = episode_dir(
+            out, "full", "scripted", f"{b['site']}.{b['family']}", int(b["seed"]), "docs"
+        )
+        info = load_path(folder / f"step_{int(b['step'])}.pkl.gz")
+        ms = overhead_ms(info.obs["axtree_txt"], info.obs.get("goal", ""), reducers)
+        overhead = {"n_lines": int(b["n_lines"]), "ms": ms, "load_average": os.getloadavg()}
     meta = {"sites": [s.describe() for s in sites], "families": list(FAMILIES),
             "reducers": reducers, "rounds": k, "episodes": len(rows), "minutes": (time.perf_counter() - start) / 60,
             "jobs": args.jobs, "load_average": os.getloadavg(),
-            "browser_build": prov.get("browser_build"), "provenance": prov}  # fmt: skip
+            "browser_build": prov.get("browser_build"), "overhead_biggest_tree": overhead,
+            "provenance": prov}  # fmt: skip
     (out / "meta.json").write_text(json.dumps(meta, indent=1, default=str))
     print(markdown_table(table))
     print(f"written: {out}")

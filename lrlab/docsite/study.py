@@ -153,3 +153,23 @@ def plot_success_vs_reduction(table: Any, title: str = "") -> Any:
     ax.legend(fontsize=7, loc="lower left")
     fig.tight_layout()
     return fig
+
+
+def overhead_ms(
+    tree: str, goal: str, reducers: Sequence[str], repeats: int = 5
+) -> dict[str, float]:
+    """lrlib's median share per step (parse, reduce, number, count tokens:
+    :class:`~lrlab.agent.preprocess.ObsPreprocessor`) on one tree, per reducer, in ms."""
+    import statistics
+
+    from lrlab.agent.preprocess import ObsPreprocessor
+    from lrlib.eval.evaluation import parse_spec
+
+    out = {}
+    for spec in reducers:
+        name, params = parse_spec(spec)
+        pre = ObsPreprocessor(name, **params)
+        pre({"goal": goal, "axtree_txt": tree})  # warm: models and lexicons load once
+        times = [pre({"goal": goal, "axtree_txt": tree}).info["latency_s"] for _ in range(repeats)]
+        out[spec] = 1e3 * statistics.median(times)
+    return out
