@@ -41,6 +41,26 @@ WHOLE_PAGE = """document.addEventListener("DOMContentLoaded", () => {
 });"""
 
 
+class ChatRecord:
+    """BrowserGym's chat window without its browser: the messages, kept in a list."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self.recording_start_time = None
+
+    def add_message(self, role: str, msg: str) -> None:
+        """Record one message (BrowserGym's interface)."""
+        import time
+
+        self.messages.append({"role": role, "message": msg, "timestamp": time.time()})
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+    def wait_for_user_message(self) -> None:
+        """No user here: return at once."""
+
+
 def page_path(url: str, base: str) -> str:
     """The site path of ``url`` (fragment and query dropped; a folder means its index)."""
     if not url.startswith(base):
@@ -123,7 +143,7 @@ class DocsEnv(MiniWoB):
         base: str | None = None,
         seed: int = SEED,
     ) -> None:
-        from lrlab.agent.miniwob import MissingExtra, _Chat, chromium_build, chromium_path
+        from lrlab.agent.miniwob import MissingExtra, chromium_build, chromium_path
 
         missing = missing_packages()
         if missing:
@@ -142,7 +162,7 @@ class DocsEnv(MiniWoB):
         from browsergym.core.action.highlevel import HighLevelActionSet
         from browsergym.core.registration import register_task
 
-        bgenv.Chat = _Chat  # the module's public name; no second browser
+        bgenv.Chat = ChatRecord  # the module's public name; no second browser
         self.actions = HighLevelActionSet(subsets=["chat", "bid", "nav"], strict=False,
                                           multiaction=False)  # fmt: skip
         cls = _task_class()

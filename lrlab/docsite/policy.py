@@ -31,9 +31,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from lrlab.agent.policy import NOOP, Decision, Policy, numbered
-from lrlab.agent.scripted import _LINE, Missing
+from lrlab.agent.scripted import Missing
 from lrlab.docsite.site import clean, norm
 
+# an observation line: tabs, optional [bid], role, optional quoted name, the rest
+LINE = re.compile(
+    r"^(\t*)(?:\[([^\]]+)\] )?(\S+)(?: ('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"))?(.*)$"
+)
 _CELL = ("cell", "gridcell", "rowheader", "columnheader")
 _BOX = ("searchbox", "textbox", "combobox")
 
@@ -58,7 +62,7 @@ def parse(text: str, numbers: Sequence[int] | None = None) -> list[Line]:
     """
     out = []
     for n, line in numbered(text, numbers):
-        m = _LINE.match(line)
+        m = LINE.match(line)
         if not m:
             continue
         tabs, bid, role, name, rest = m.groups()
@@ -127,8 +131,8 @@ def table_cell(ls: list[Line], key: str, column: str) -> tuple[str, list[int]]:
         if norm(column) not in names:
             raise Missing(f"no column {column!r}")
         k = names.index(norm(column))
-        if k >= len(cells):
-            raise Missing("row shorter than the header")
+        if len(cells) != len(heads):  # a header or a cell dropped: the columns do not line up
+            raise Missing("row and header of different lengths")
         return _text_of(ls, cells[k]), [ls[i].n, ls[heads[k]].n, ls[cells[k]].n]
     raise Missing(f"no row {key!r}")
 

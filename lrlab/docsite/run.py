@@ -20,7 +20,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from lrlab.agent.live import MAX_STEPS, EpisodeSpec, _play, done
+from lrlab.agent.live import MAX_STEPS, EpisodeSpec, done, run_episode
 from lrlab.agent.policy import NOOP, Decision, LLMPolicy, Policy, numbered
 from lrlab.docsite.policy import DocsScriptedPolicy
 
@@ -134,8 +134,23 @@ def _worker_init(site: str, base: str, chromium: str | None, policy: str, kw: di
     _WORKER["policy"] = get_docs_policy(policy, **kw)
 
 
+def play(env: Any, spec: EpisodeSpec, policy: Policy, out: Path, max_steps: int) -> dict[str, Any]:
+    """One episode; a browser failure (BrowserGym's timeouts on a loaded machine) replays it,
+    twice, then counts as a failed episode that is not recorded."""
+    for attempt in range(3):
+        try:
+            return run_episode(env, spec, policy, out, max_steps)
+        except Exception as e:  # noqa: BLE001  (a browser failure loses an episode, not the run)
+            env.close_env(spec.task)
+            if attempt == 2:
+                return {"task": spec.task, "seed": spec.seed, "reducer": spec.reducer,
+                        "success": False, "err_msg": f"{type(e).__name__}: {str(e)[:200]}",
+                        "steps": [], "recorded": False}  # fmt: skip
+    raise AssertionError("unreachable")
+
+
 def _worker_run(spec: EpisodeSpec, out: str, max_steps: int) -> dict[str, Any]:
-    return _play(_WORKER["env"], spec, _WORKER["policy"], Path(out), max_steps)
+    return play(_WORKER["env"], spec, _WORKER["policy"], Path(out), max_steps)
 
 
 def run_docs(
