@@ -23,10 +23,11 @@ import pandas as pd
 from IPython.display import display
 
 from lrlab.docsite import study
-from lrlib import paths
+from lrlib import paths, settings
 from lrlib.report import plots, tables
 
 # %% tags=["parameters"]
+QUICK = settings.current().quick  # the tables are small: quick mode reads them all too
 DOCS = paths.shipped_data_dir() / "live" / "docs"
 
 # %% [markdown]
