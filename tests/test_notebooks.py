@@ -25,6 +25,7 @@ EXPECTED = [
     "05_baselines",
     "06_injection",
     "07_agent_loop",
+    "08_big_pages",
 ]
 MAX_FUNCTION_LINES = 6  # a notebook may define a tiny lambda-like helper, never logic
 MAX_STRING_CHARS = 240  # longer literals are prompt texts or templates: they belong in lrlib

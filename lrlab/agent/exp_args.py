@@ -49,6 +49,7 @@ def exp_args(
     reducer: str,
     reducer_params: dict[str, Any],
     exp_dir: Path | None = None,
+    benchmark: str = "miniwob",
 ) -> ExpArgs:
     """BrowserGym's ``ExpArgs`` describing one live episode (see the module example)."""
     agent = LiveAgentArgs(
@@ -58,7 +59,7 @@ def exp_args(
         reducer=reducer,
         reducer_params=dict(reducer_params),
     )
-    env = EnvArgs(task_name=f"miniwob.{task}", task_seed=seed, max_steps=max_steps)
+    env = EnvArgs(task_name=f"{benchmark}.{task}", task_seed=seed, max_steps=max_steps)
     args = ExpArgs(agent_args=agent, env_args=env, exp_dir=exp_dir)
     args.exp_name = f"{agent.agent_name}_on_{env.task_name}_{seed}"
     return args

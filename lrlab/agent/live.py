@@ -79,9 +79,11 @@ def label_of(spec: str) -> str:
     return re.sub(r"[^\w.=-]+", "_", spec).strip("_")
 
 
-def episode_dir(out: Path, reducer: str, policy: str, task: str, seed: int) -> Path:
+def episode_dir(
+    out: Path, reducer: str, policy: str, task: str, seed: int, benchmark: str = "miniwob"
+) -> Path:
     """Where one episode is recorded (``lrlib import-traces`` reads task and seed from it)."""
-    return Path(out) / f"lrlib-{policy}-{label_of(reducer)}_on_miniwob.{task}_{seed}"
+    return Path(out) / f"lrlib-{policy}-{label_of(reducer)}_on_{benchmark}.{task}_{seed}"
 
 
 @dataclass
@@ -123,13 +125,15 @@ def run_episode(
 
     name, params = parse_spec(spec.reducer)
     pre = ObsPreprocessor(name, **params)
-    folder = episode_dir(out, spec.reducer, policy.name, spec.task, spec.seed)
+    bench = getattr(mw, "benchmark", "miniwob")  # lrlab.docsite.env.DocsEnv: "docs"
+    folder = episode_dir(out, spec.reducer, policy.name, spec.task, spec.seed, bench)
     folder.mkdir(parents=True, exist_ok=True)
     from lrlab.agent.exp_args import exp_args, write_exp_args
 
     described = exp_args(spec.task, spec.seed, max_steps=max_steps, policy=policy.name,
                          policy_model=getattr(policy, "model", None), reducer=spec.reducer,
-                         reducer_params=pre.reducer.params, exp_dir=folder)  # fmt: skip
+                         reducer_params=pre.reducer.params, exp_dir=folder,
+                         benchmark=bench)  # fmt: skip
     write_exp_args(folder, described)  # first, as BrowserGym does: AgentXray lists it at once
     env = mw.env(spec.task)
     start = time.perf_counter()
@@ -171,7 +175,8 @@ def run_episode(
         _save(info, folder)
         rows.append({"step": n, "action": action, "stop": decision.stop,
                      "relied_lines": decision.lines, "kept": len(p.info["kept"]),
-                     "n_lines": p.info["n_lines"], **info.stats})  # fmt: skip
+                     "n_lines": p.info["n_lines"], "tokens_before": p.info["tokens_before"],
+                     "tokens_after": p.info["tokens_after"], **info.stats})  # fmt: skip
         history.append(action)
         if decision.stop:
             err = f"policy stopped: {decision.raw}"
@@ -201,9 +206,10 @@ def run_episode(
             **policy.provenance(),
             reducer=name,
             reducer_params=pre.reducer.params,
-            benchmark="miniwob",
+            benchmark=bench,
             browser_build=mw.browser_build,
             packages=package_versions(),
+            **getattr(mw, "provenance", {}),
         ),
     }
     tmp = folder / "summary_info.json.tmp"
@@ -212,9 +218,12 @@ def run_episode(
     return summary
 
 
-def done(out: Path, spec: EpisodeSpec, policy: str) -> dict[str, Any] | None:
+def done(
+    out: Path, spec: EpisodeSpec, policy: str, benchmark: str = "miniwob"
+) -> dict[str, Any] | None:
     """The recorded summary of an episode, if it finished before (resuming)."""
-    path = episode_dir(out, spec.reducer, policy, spec.task, spec.seed) / "summary_info.json"
+    folder = episode_dir(out, spec.reducer, policy, spec.task, spec.seed, benchmark)
+    path = folder / "summary_info.json"
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):

@@ -25,6 +25,12 @@ from lrlib.paths import refuse_shipped, results_dir
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from lrlab.docsite.command import add_arguments as add_docs
+
+    parser.add_argument("--env", default="miniwob", choices=("miniwob", "docs"),
+                        help="miniwob (MiniWoB++ tasks) or docs (a documentation site's "
+                        "folder, --site; lrlab.docsite)")  # fmt: skip
+    add_docs(parser)
     parser.add_argument("--reducers", default=";".join(REDUCERS),
                         help="reducer specs separated by ';' (name:key=value,...); 'full' gives "
                         "the reference steps for offline coverage")  # fmt: skip
@@ -71,6 +77,10 @@ def _out(args: argparse.Namespace) -> Path:
 
 
 def plan(args: argparse.Namespace) -> str:
+    if getattr(args, "env", "miniwob") == "docs":
+        from lrlab.docsite.command import plan as docs_plan
+
+        return docs_plan(args)
     from lrlab.agent.miniwob import MissingExtra, chromium_build, missing_packages
 
     reducers, tasks = _choices(args)
@@ -110,6 +120,10 @@ def _live_policy_allowed(name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "env", "miniwob") == "docs":
+        from lrlab.docsite.command import run as docs_run
+
+        return docs_run(args)
     from lrlab.agent.live import run_live
     from lrlab.agent.live_report import episodes_frame, summarise
     from lrlib.eval.evaluation import markdown_table

@@ -90,7 +90,12 @@ class LiveStep:
 
 
 def live_steps(
-    out: Path, policy: str, reducer: str, tasks: Sequence[str], seeds: Sequence[int]
+    out: Path,
+    policy: str,
+    reducer: str,
+    tasks: Sequence[str],
+    seeds: Sequence[int],
+    benchmark: str = "miniwob",
 ) -> list[LiveStep]:
     """Every step at which the policy decided in ``reducer``'s recorded episodes, with the
     kept lines the live run recorded (``agent_info["extra_info"]["lrlib"]["kept"]``)."""
@@ -99,7 +104,7 @@ def live_steps(
     found = []
     for task in tasks:
         for seed in seeds:
-            folder = episode_dir(out, reducer, policy, task, seed)
+            folder = episode_dir(out, reducer, policy, task, seed, benchmark)
             if not (folder / "summary_info.json").is_file():
                 continue
             ep = read_episode(folder, out)
@@ -108,7 +113,7 @@ def live_steps(
                 extra = (getattr(info, "agent_info", None) or {}).get("extra_info") or {}
                 if "lrlib" not in extra:
                     continue  # the terminal observation: nothing was decided on it
-                row.update(task=f"miniwob.{task}", seed=seed)
+                row.update(task=f"{benchmark}.{task}", seed=seed)
                 kept = [int(n) for n in extra["lrlib"]["kept"]]
                 stubs = [int(n) for n in extra["lrlib"].get("stubs") or ()]
                 text = str(extra.get("reduced_axtree_txt") or "")

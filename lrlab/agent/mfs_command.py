@@ -25,6 +25,9 @@ from lrlib.paths import miniwob_path, portable, refuse_shipped, results_dir
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policy", default="scripted", help="scripted, or llm (OPENAI_BASE_URL/"
                         "LRLIB_MODEL, else the embedded SmolLM2-135M-Instruct)")  # fmt: skip
+    parser.add_argument("--env", default="miniwob", choices=("miniwob", "docs"),
+                        help="the policy's environment: docs = lrlab.docsite's policies, "
+                        "every task of --data by default")  # fmt: skip
     parser.add_argument("--data", type=Path, default=None,
                         help="dataset file (default: the MiniWoB check set)")  # fmt: skip
     parser.add_argument("--tasks", default=None,
@@ -42,13 +45,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _policy(args: argparse.Namespace) -> Any:
     from lrlab.agent.policies import get_policy
 
+    if getattr(args, "env", "miniwob") == "docs":
+        from lrlab.docsite.run import get_docs_policy
+
+        return get_docs_policy(args.policy)
+
     return get_policy(args.policy)
 
 
 def label(policy: Any) -> str:
     """The file label of a policy: its name, plus the model for a model policy."""
     if policy.name == "scripted":
-        return "scripted"
+        return "scripted" if policy.model == "scripted" else policy.model
     return re.sub(r"[^\w.-]+", "-", f"{policy.name}-{policy.model}")
 
 
@@ -61,12 +69,14 @@ def _steps(args: argparse.Namespace) -> list[Any]:
     if getattr(args, "sets", 1) < 1:
         raise ValueError("--sets must be at least 1 (1: the seeds' study's one set)")
     steps = load_steps(path=args.data or miniwob_path())
-    tasks = [t.strip() for t in (args.tasks or ",".join(TASKS)).split(",") if t.strip()]
     known = sorted({str(s.family).removeprefix("miniwob.") for s in steps})
+    every = known if getattr(args, "env", "miniwob") == "docs" else TASKS
+    tasks = [t.strip() for t in (args.tasks or ",".join(every)).split(",") if t.strip()]
     bad = [t for t in tasks if t not in known]
     if bad:
         raise ValueError(f"no steps of task type(s) {bad} in the data; valid: {', '.join(known)}")
-    steps = [s for s in steps if str(s.family).removeprefix("miniwob.") in tasks and s.target_bids]
+    steps = [s for s in steps if str(s.family).removeprefix("miniwob.") in tasks
+             and (s.target_bids or every is known)]  # docs: reports act on no element  # fmt: skip
     return steps[: args.limit] if args.limit else steps
 
 

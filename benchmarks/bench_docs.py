@@ -1,0 +1,134 @@
+"""The documentation-site study (issue 34): live episodes of every study reducer on >= 2
+Debian documentation sites, the scripted policy acting on what each reducer kept.
+
+    apt-get install -y python3.11-doc nodejs-doc
+    python benchmarks/bench_docs.py --minutes 60            # rounds until the time is up
+    python benchmarks/bench_docs.py --site /usr/share/doc/postgresql-doc-15/html  # any site
+
+Rounds of k = 1, 2, 3... tasks per family on each site in turn (resumable: recorded episodes
+are skipped), every reducer on the same tasks, until ``--minutes`` have passed or
+``--tasks-per-family`` is reached; then the table (success with 95% intervals over tasks and
+over families, median token reduction, tree size, offline coverage of the same steps, lrlib's
+latency per step) over all sites. Episodes go to ``<results dir>/live/docs/study`` (AgentLab
+layout); ``--ship`` copies the tables (not the episodes) to ``data/live/docs/`` for the
+notebook 08_big_pages. With ``OPENAI_BASE_URL`` set, ``lineretriever`` joins the reducers
+(it CALLS THAT MODEL for every step).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+SITES = ("/usr/share/doc/python3.11-doc/html", "/usr/share/doc/nodejs/api")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from lrlab.agent.live import done
+    from lrlab.docsite.run import plan_docs, run_docs
+    from lrlab.docsite.site import Site, SiteError
+    from lrlab.docsite.study import STUDY_REDUCERS, summarise
+    from lrlab.docsite.tasks import FAMILIES, load_tasks
+    from lrlib.eval.evaluation import markdown_table
+    from lrlib.paths import REPO_DIR, results_dir
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--site", action="append", help="site root folder (repeat; default: "
+                   "the Python 3.11 and Node.js docs)")  # fmt: skip
+    p.add_argument("--reducers", default=None, help="';'-separated reducer specs")
+    p.add_argument("--minutes", type=float, default=60.0, help="start no round after this")
+    p.add_argument("--tasks-per-family", type=int, default=30, help="at most this many")
+    p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--ship", action="store_true", help="copy the tables to data/live/docs/")
+    p.add_argument("--no-play", action="store_true",
+                   help="summarise the episodes already recorded (e.g. after stopping a run)")  # fmt: skip
+    args = p.parse_args(argv)
+    reducers = list(STUDY_REDUCERS)
+    if args.reducers:
+        reducers = [r for r in args.reducers.split(";") if r]
+    elif os.environ.get("OPENAI_BASE_URL"):
+        reducers.append("lineretriever")
+    try:
+        sites = [Site(s) for s in (args.site or SITES)]
+    except SiteError as e:
+        print(f"bench_docs: {e}", file=sys.stderr)
+        return 2
+    out = args.out or results_dir() / "live" / "docs" / "study"
+    start = time.perf_counter()
+    results: dict[tuple, dict] = {}
+    counts = {s.name: {f: len(t) for f, t in load_tasks(s).items()} for s in sites}
+    print(f"bench_docs: {[s.describe() for s in sites]}; tasks {counts}; reducers {reducers}",
+          flush=True)  # fmt: skip
+    k = 0
+    while (not args.no_play and k < args.tasks_per_family
+           and (time.perf_counter() - start) / 60 < args.minutes):  # fmt: skip
+        k += 1
+        for site in sites:
+            specs = plan_docs(site.name, reducers, counts[site.name], k)
+            t = time.perf_counter()
+            for spec, r in zip(
+                specs, run_docs(str(site.root), specs, out, jobs=args.jobs), strict=True
+            ):
+                results[(spec.reducer, spec.task, spec.seed)] = r
+            print(f"round {k} {site.name}: {len(specs)} episodes in {time.perf_counter() - t:.0f} s; "
+                  f"{(time.perf_counter() - start) / 60:.1f} min so far", flush=True)  # fmt: skip
+    for site in sites:  # every episode recorded (a run stopped mid-round included)
+        for spec in plan_docs(site.name, reducers, counts[site.name], args.tasks_per_family):
+            key = (spec.reducer, spec.task, spec.seed)
+            if key not in results and (prev := done(out, spec, "scripted", "docs")) is not None:
+                results[key] = prev
+    # paired: only the tasks every reducer played
+    have: dict[tuple, set] = {}
+    for reducer, task, seed in results:
+        have.setdefault((task, seed), set()).add(reducer)
+    rows = [
+        r for (reducer, task, seed), r in results.items() if have[(task, seed)] >= set(reducers)
+    ]
+    if not rows:
+        print("bench_docs: no task was played by every reducer yet", file=sys.stderr)
+        return 1
+    table, episodes, steps = summarise(rows, out, "scripted")
+    for name, frame in (("summary", table), ("episodes", episodes), ("steps", steps)):
+        frame.to_csv(out / f"{name}.csv", index=False)
+    prov = next((r["provenance"] for r in rows if r.get("provenance")), {})
+    # lrlib's share per step on the biggest tree played, every reducer (offline, same machine)
+    big = steps[steps["reducer"] == "full"].sort_values("n_lines").tail(1)
+    overhead: dict = {}
+    if len(big):
+        from lrlab.agent.live import episode_dir
+        from lrlab.docsite.study import overhead_ms
+        from lrlib.data.safepickle import load_path
+
+        b = big.iloc[0]
+        folder = episode_dir(
+            out, "full", "scripted", f"{b['site']}.{b['family']}", int(b["seed"]), "docs"
+        )
+        info = load_path(folder / f"step_{int(b['step'])}.pkl.gz")
+        ms = overhead_ms(info.obs["axtree_txt"], info.obs.get("goal", ""), reducers)
+        overhead = {"n_lines": int(b["n_lines"]), "ms": ms, "load_average": os.getloadavg()}
+    meta = {"sites": [s.describe() for s in sites], "families": list(FAMILIES),
+            "reducers": reducers, "rounds": k, "episodes": len(rows), "minutes": (time.perf_counter() - start) / 60,
+            "jobs": args.jobs, "load_average": os.getloadavg(),
+            "browser_build": prov.get("browser_build"), "overhead_biggest_tree": overhead,
+            "provenance": prov}  # fmt: skip
+    (out / "meta.json").write_text(json.dumps(meta, indent=1, default=str))
+    print(markdown_table(table))
+    print(f"written: {out}")
+    if args.ship:
+        ship = REPO_DIR / "data" / "live" / "docs"
+        ship.mkdir(parents=True, exist_ok=True)
+        for name in ("summary.csv", "episodes.csv", "steps.csv", "coverage.csv", "meta.json"):
+            if (out / name).is_file():
+                shutil.copy(out / name, ship / name)
+        print(f"shipped: {ship}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

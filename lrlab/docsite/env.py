@@ -1,0 +1,211 @@
+"""Documentation-site tasks as BrowserGym environments in Debian's chromium.
+
+:class:`DocsTask` is a BrowserGym task (``browsergym.core.task.AbstractBrowserTask``): it
+opens the task's start page on the local server and scores the episode from the page's
+address (``navigate``, ``search``: success when the browser is on the target page) or the
+agent's last ``send_msg_to_user`` message (``report``, ``deep``, ``multihop``: normalised
+exact match with the answer taken from the HTML). :class:`DocsEnv` serves the site
+(:class:`~lrlab.docsite.site.Server`), registers one BrowserGym task per family as
+``browsergym/docs.<site>.<family>`` (as ``browsergym-miniwob`` registers its tasks), the
+task seed being the task's index in its family, and opens the environments with
+Playwright given Debian's chromium; BrowserGym's chat window (a second browser) is replaced
+by an in-memory record, as for MiniWoB.
+
+>>> page_path("http://127.0.0.1:5/library/os.html#os.sep", "http://127.0.0.1:5/")
+'library/os.html'
+>>> page_path("http://127.0.0.1:5/library/", "http://127.0.0.1:5/")
+'library/index.html'
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from lrlab.agent.miniwob import MiniWoB
+from lrlab.docsite.site import Server, Site, norm
+from lrlab.docsite.tasks import FAMILIES, SEED, Task, load_tasks
+
+SLOW_MO_MS = 50  # BrowserGym's default 1 s pause after each Playwright call is for humans
+TIMEOUT_MS = 15_000
+
+
+# Chromium leaves the sections of a ``content-visibility: auto`` page that are off screen out
+# of the accessibility tree (Node.js's API pages: a tree of the first section only); every
+# page is rendered whole, so the tree is the page's, as for a page without that rule
+WHOLE_PAGE = """document.addEventListener("DOMContentLoaded", () => {
+  const s = document.createElement("style");
+  s.textContent = "* { content-visibility: visible !important; }";
+  document.head.appendChild(s);
+});"""
+
+
+class ChatRecord:
+    """BrowserGym's chat window without its browser: the messages, kept in a list."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self.recording_start_time = None
+
+    def add_message(self, role: str, msg: str) -> None:
+        """Record one message (BrowserGym's interface)."""
+        import time
+
+        self.messages.append({"role": role, "message": msg, "timestamp": time.time()})
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+    def wait_for_user_message(self) -> None:
+        """No user here: return at once."""
+
+
+def page_path(url: str, base: str) -> str:
+    """The site path of ``url`` (fragment and query dropped; a folder means its index)."""
+    if not url.startswith(base):
+        return ""
+    path = unquote(urlsplit(url).path)[len(urlsplit(base).path) :]
+    return path + "index.html" if path.endswith("/") or not path else path
+
+
+def missing_packages() -> list[str]:
+    """The packages ``lrlib live --env docs`` needs that are not installed."""
+    from importlib.util import find_spec
+
+    need = {
+        "browsergym.core": "browsergym-core",
+        "browsergym.experiments": "browsergym-experiments",
+    }
+    out = []
+    for mod, pkg in need.items():
+        try:
+            found = find_spec(mod) is not None
+        except ModuleNotFoundError:
+            found = False
+        if not found:
+            out.append(pkg)
+    return out
+
+
+def _task_class() -> type:
+    from browsergym.core.task import AbstractBrowserTask
+
+    class DocsTask(AbstractBrowserTask):
+        """One generated task (module doc); ``seed`` is its index in ``tasks``."""
+
+        @classmethod
+        def get_task_id(cls) -> str:
+            return "docs"
+
+        def __init__(self, seed: int, base: str, tasks: list[dict[str, Any]]) -> None:
+            super().__init__(seed)
+            self.base = base
+            self.task = Task(**tasks[seed % len(tasks)])
+            self.slow_mo = SLOW_MO_MS
+            self.timeout = TIMEOUT_MS
+
+        def setup(self, page: Any) -> tuple[str, dict]:
+            page.context.add_init_script(WHOLE_PAGE)
+            page.goto(self.base + self.task.start, timeout=TIMEOUT_MS)
+            return self.task.goal, {"task": self.task.record()}
+
+        def validate(self, page: Any, chat_messages: list[dict]) -> tuple[float, bool, str, dict]:
+            said = []
+            asked = False
+            for m in chat_messages:
+                asked = asked or m["role"] == "user"
+                if asked and m["role"] == "assistant":
+                    said.append(str(m["message"]))
+            if self.task.target is not None:
+                if page_path(page.url, self.base) == self.task.target:
+                    return 1.0, True, "", {}
+                return 0.0, bool(said), "", {}
+            if said:
+                ok = norm(said[-1]) == norm(self.task.answer or "")
+                return float(ok), True, "", {"answer": self.task.answer}
+            return 0.0, False, "", {}
+
+    return DocsTask
+
+
+class DocsEnv(MiniWoB):
+    """BrowserGym environments of a documentation site (module doc); a context manager that
+    stops its server and browsers. ``base`` reuses a server already running (workers).
+    Closing, :meth:`close_env` and :meth:`canonical` are MiniWoB's."""
+
+    benchmark = "docs"  # episodes are recorded as docs.<site>.<family> (lrlab.agent.live)
+
+    def __init__(
+        self,
+        site: str | Site,
+        chromium: str | None = None,
+        base: str | None = None,
+        seed: int = SEED,
+    ) -> None:
+        from lrlab.agent.miniwob import MissingExtra, chromium_build, chromium_path
+
+        missing = missing_packages()
+        if missing:
+            raise MissingExtra(f"lrlib live needs {', '.join(missing)}: pip install -e '.[live]'")
+        self.site = site if isinstance(site, Site) else Site(site)
+        self.chromium = chromium_path(chromium)
+        self.browser_build = chromium_build(self.chromium)
+        self.tasks = load_tasks(self.site, seed)
+        self._server = None  # MiniWoB's subprocess server: none here
+        self._http: Server | None = None
+        if base is None:
+            self._http = Server(self.site.root)
+            base = self._http.url
+        self.base = base
+        import browsergym.core.env as bgenv
+        from browsergym.core.action.highlevel import HighLevelActionSet
+        from browsergym.core.registration import register_task
+
+        bgenv.Chat = ChatRecord  # the module's public name; no second browser
+        self.actions = HighLevelActionSet(subsets=["chat", "bid", "nav"], strict=False,
+                                          multiaction=False)  # fmt: skip
+        cls = _task_class()
+
+        for family in FAMILIES:
+            name = f"docs.{self.site.name}.{family}"
+            if self.tasks[family]:  # (again: this server's address; gymnasium warns, once)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    register_task(name, cls, task_kwargs={
+                    "base": self.base, "tasks": [t.record() for t in self.tasks[family]]})  # fmt: skip
+        self._envs: dict[str, Any] = {}
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        """What names the site in every result (no machine path)."""
+        return self.site.describe()
+
+    def task_name(self, family: str) -> str:
+        """BrowserGym's task name of a family (``docs.<site>.<family>``, without the prefix)."""
+        return f"{self.site.name}.{family}"
+
+    def env(self, task: str) -> Any:
+        """The environment of ``task`` (``<site>.<family>`` or ``<family>``)."""
+        family = task.rsplit(".", 1)[-1]
+        if family not in self._envs:
+            import gymnasium as gym
+
+            self._envs[family] = gym.make(
+                f"browsergym/docs.{self.site.name}.{family}",
+                headless=True,
+                action_mapping=self.actions.to_python_code,
+                pw_chromium_kwargs={"executable_path": self.chromium},
+            )
+        return self._envs[family]
+
+    def close_env(self, task: str) -> None:
+        """Close ``task``'s environment (the next :meth:`env` opens a fresh one)."""
+        super().close_env(task.rsplit(".", 1)[-1])
+
+    def close(self) -> None:
+        """Close every environment and stop the server."""
+        super().close()
+        if self._http is not None:
+            self._http.close()
+            self._http = None

@@ -1,0 +1,86 @@
+# %% [markdown]
+# # 08 · Success where reduction matters: live episodes on big documentation pages
+#
+# MiniWoB++ pages are ~90 tokens: nothing there needs reducing. Debian ships the HTML
+# documentation of Python, Node.js and many more; served on 127.0.0.1 and rendered by
+# Debian's chromium, their pages give accessibility trees of thousands of lines.
+# `lrlib live --env docs --site <folder>` generates tasks from a site's own HTML (ground
+# truth from the HTML, never a model): *navigate* (open a named link from a page of long
+# link lists), *report* (a table cell or a `Label: value` line of a long page, answered
+# with `send_msg_to_user`), *deep* (the same, in the lower half of pages of >= 15,000
+# characters), *multihop* (navigate, then report) and *search* (the site's own search page,
+# where it works offline). The scripted docs policy finds what the goal names by label and
+# stops when it is missing, so under a reducer it fails exactly when the reducer dropped
+# something it reads.
+#
+# This notebook reads the shipped results of `benchmarks/bench_docs.py`
+# (`data/live/docs/`); it runs no browser and no model.
+
+# %%
+import json
+
+import pandas as pd
+from IPython.display import display
+
+from lrlab.docsite import study
+from lrlib import paths, settings
+from lrlib.report import plots, tables
+
+# %% tags=["parameters"]
+QUICK = settings.current().quick  # the tables are small: quick mode reads them all too
+DOCS = paths.shipped_data_dir() / "live" / "docs"
+
+# %% [markdown]
+# ## What was played
+#
+# The sites (named by Debian package, version and a hash of the folder), the chromium
+# build, the load of the machine while it ran, and the size of the trees the policy saw.
+
+# %%
+meta = json.loads((DOCS / "meta.json").read_text())
+episodes = pd.read_csv(DOCS / "episodes.csv")
+steps = pd.read_csv(DOCS / "steps.csv")
+display(pd.DataFrame(meta["sites"]))
+print(meta["browser_build"], "| load average", meta["load_average"], "| jobs", meta["jobs"])
+full = steps[steps["reducer"] == "full"]
+print(f"{len(episodes)} episodes, {len(steps)} steps; full-tree lines per played step: "
+      f"median {full['n_lines'].median():.0f}, max {full['n_lines'].max():.0f}")  # fmt: skip
+display(episodes.groupby(["site", "family"]).size().unstack(fill_value=0))
+
+# %% [markdown]
+# ## Success per reducer, beside its reduction
+#
+# Success with 95% intervals bootstrapped over tasks (`success_lo/hi`) and over task
+# families (`family_lo/hi`, the wider: tasks of one family share their kind of page); the
+# median token reduction per step (interval over tasks); the offline coverage of the same
+# steps (target, evidence, every minimal failure set of the scripted policy); lrlib's
+# median latency per step.
+
+# %%
+summary = pd.read_csv(DOCS / "summary.csv")
+display(summary.round(3))
+_ = tables.save_table(summary, "docs_live_scripted",
+                      "Live documentation-site episodes, scripted policy: success [95% over "
+                      "tasks; over families] beside median token reduction")  # fmt: skip
+
+# %%
+fig = study.plot_success_vs_reduction(
+    summary, title=f"scripted policy, {meta['browser_build']}"[:70]
+)
+_ = plots.save(fig, "docs_success_vs_reduction")
+
+# %% [markdown]
+# ## Per family, and what the injection guard costs on clean pages
+#
+# The program and learned reducers drop lines whose text reads like an instruction to the
+# agent (the guard); these pages carry no attack, so any success lost with the guard on is
+# its price.
+
+# %%
+per_family = episodes.pivot_table(index="reducer", columns="family", values="success",
+                                  aggfunc="mean")  # fmt: skip
+display(per_family.round(2))
+guard = summary.set_index("reducer")["success"]
+pairs = [(r, f"{r}:guard=False") for r in ("program", "learned") if f"{r}:guard=False" in guard]
+display(pd.DataFrame([{"reducer": r, "guard on": guard[r], "guard off": guard[g]}
+                      for r, g in pairs]))  # fmt: skip
