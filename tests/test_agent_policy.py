@@ -77,7 +77,7 @@ def test_scripted_choice_depends_on_labels_not_bids():
 
 
 def test_registry_lists_valid_names():
-    with pytest.raises(KeyError, match="valid policies: llm, scripted"):
+    with pytest.raises(KeyError, match="valid policies: greedy, llm, scripted"):
         get_policy("gpt")
 
 

@@ -19,7 +19,15 @@ import json
 import sys
 from pathlib import Path
 
-from lrlab.agent.live import MAX_STEPS, REDUCERS, TASKS, done, plan_episodes
+from lrlab.agent.live import (
+    MAX_STEPS,
+    REDUCERS,
+    TASKS,
+    done,
+    plan_episodes,
+    task_types,
+    task_types_help,
+)
 from lrlib.eval.evaluation import add_user_files, resolve, specs_of
 from lrlib.paths import refuse_shipped, results_dir
 
@@ -56,9 +64,11 @@ def _choices(args: argparse.Namespace) -> tuple[list[str], list[str]]:
             f"unknown policy {args.policy!r}; valid policies: {', '.join(list_policies())}"
         )
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
-    bad = [t for t in tasks if t not in TASKS]
+    valid = task_types(args.policy)
+    bad = [t for t in tasks if t not in valid]
     if bad or not tasks:
-        raise ValueError(f"unknown task type(s) {bad}; valid: {', '.join(TASKS)}")
+        raise ValueError(f"unknown task type(s) {bad} for policy {args.policy}; valid: "
+                         f"{task_types_help(args.policy)}")  # fmt: skip
     if args.seeds < 1 or args.jobs < 1 or args.max_steps < 1:
         raise ValueError("--seeds, --jobs and --max-steps must be at least 1")
     return [spec.label for spec in specs_of(args)], tasks

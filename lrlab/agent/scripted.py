@@ -45,6 +45,7 @@ class Node:
     role: str
     name: str
     rest: str
+    depth: int = 0  # tabs of indentation (the tree's nesting)
 
     def prop(self, key: str) -> str | None:
         m = re.search(rf"\b{key}=('(?:[^'\\]|\\.)*'|\S+?)(?:,|$)", self.rest)
@@ -61,12 +62,12 @@ def nodes(text: str, numbers: Sequence[int] | None = None) -> list[Node]:
         m = _LINE.match(line)
         if not m:
             continue
-        _, bid, role, name, rest = m.groups()
+        tabs, bid, role, name, rest = m.groups()
         try:
             label = ast.literal_eval(name) if name else ""
         except (ValueError, SyntaxError):
             label = name[1:-1]
-        out.append(Node(n, bid, role, str(label), rest))
+        out.append(Node(n, bid, role, str(label), rest, len(tabs)))
     return out
 
 
@@ -109,11 +110,13 @@ Rule = Callable[[re.Match, list[Node], Sequence[str]], tuple[str, list[int]]]
 RULES: list[tuple[re.Pattern, Rule]] = []
 
 
-def rule(pattern: str) -> Callable[[Rule], Rule]:
-    """Register a rule for goals matching ``pattern`` (first match wins)."""
+def rule(pattern: str, first: bool = False) -> Callable[[Rule], Rule]:
+    """Register a rule for goals matching ``pattern`` (first match wins; ``first`` puts it
+    before the rules registered so far, for a phrasing narrower than theirs)."""
 
     def deco(fn: Rule) -> Rule:
-        RULES.append((re.compile(pattern, re.S), fn))
+        entry = (re.compile(pattern, re.S), fn)
+        RULES.insert(0, entry) if first else RULES.append(entry)
         return fn
 
     return deco
@@ -257,6 +260,9 @@ class ScriptedPolicy(Policy):
 
     name = "scripted"
 
+    def __init__(self) -> None:
+        _load_rules()
+
     @property
     def prompt_hash(self) -> str:
         return _rules_hash()
@@ -286,3 +292,10 @@ class ScriptedPolicy(Policy):
     ) -> Decision:
         return Decision(action, lines, stop, self.model, "scripted", self.prompt_hash,
                         time.perf_counter() - start, False, raw)  # fmt: skip
+
+
+def _load_rules() -> None:
+    """Register the rules of :mod:`lrlab.agent.scripted_forms` and
+    :mod:`lrlab.agent.scripted_reading` (imported here: they import this module)."""
+    import lrlab.agent.scripted_forms  # noqa: F401
+    import lrlab.agent.scripted_reading  # noqa: F401
