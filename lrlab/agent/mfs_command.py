@@ -61,8 +61,10 @@ def _steps(args: argparse.Namespace) -> list[Any]:
     if getattr(args, "sets", 1) < 1:
         raise ValueError("--sets must be at least 1 (1: the seeds' study's one set)")
     steps = load_steps(path=args.data or miniwob_path())
-    tasks = [t.strip() for t in (args.tasks or ",".join(TASKS)).split(",") if t.strip()]
     known = sorted({str(s.family).removeprefix("miniwob.") for s in steps})
+    if args.tasks is None:  # the scripted policy's types that the data holds steps of
+        args.tasks = ",".join(t for t in TASKS if t in known)
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     bad = [t for t in tasks if t not in known]
     if bad:
         raise ValueError(f"no steps of task type(s) {bad} in the data; valid: {', '.join(known)}")

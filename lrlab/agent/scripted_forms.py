@@ -178,6 +178,8 @@ def autocomplete(m, ns, history):
         return action, lines + [box.n]
     if not _fills(history):
         return _fill(box, start)
+    if not any(x.role == "list" for x in ns) and history[-1:] != ("noop()",):
+        return "noop()", [box.n]  # the suggestions come after a delay: wait for them once
     for x in ns:
         if x.bid and x.role in ("menuitem", "option", "listitem"):
             texts = [x] if x.name else [y for y in under(ns, x) if y.role == "StaticText"]
@@ -198,24 +200,19 @@ def search_results(m, ns, history):
     if not any(a.startswith("click(") for a in history):
         return _click(_one(ns, "button", "Search"))
     k = ordinal(m.group(2))
-    pages = [x for x in _find(ns, "link") if x.name.isdigit()]
-    results = [x for x in _find(ns, "link") if not x.name.isdigit() and x.name not in ("<", ">")]
-    current = next((x for x in pages if x.name in _page_hint(ns)), None)
-    per = len(results)
-    if not per:
+    links = _find(ns, "link")
+    pages = [x for x in links if x.name.isdigit()]
+    results = [x for x in links if not x.name.isdigit() and x.name not in ("<", ">")]
+    if not results:
         raise Missing("no search results")
-    page = int(current.name) if current else 1
-    first = (page - 1) * per + 1
-    if first <= k < first + per:
-        return _click(results[k - first])[0], [x.n for x in results]
-    target = next((x for x in pages if int(x.name) == (k - 1) // per + 1), None)
+    page = (k - 1) // len(results) + 1  # pages of equal length; the page shown is not marked
+    paged = sum(a.startswith("click(") for a in history) > 1  # a page link was clicked
+    if page == 1 or paged:
+        return _click(results[(k - 1) % len(results)])[0], [x.n for x in results]
+    target = next((x for x in pages if int(x.name) == page), None)
     if target is None:
-        raise Missing(f"no page holding result {k}")
-    return _click(target)[0], [x.n for x in pages]
-
-
-def _page_hint(ns: list[Node]) -> set[str]:
-    return set()
+        raise Missing(f"no page {page} of results")
+    return _click(target)[0], [x.n for x in results] + [target.n]
 
 
 @rule(r"^Select (-?\d+) with the spinner and hit Submit\.?$")
@@ -252,13 +249,14 @@ def contact_book(m, ns, history):
 
 @rule(r"^Select ([^>]+(?:>[^>]+)*)$")
 def menu_path(m, ns, history):
-    """A menu path ``A>B>C``: the deepest item of the path the page shows is clicked (a
-    parent opens its submenu, the last item is the choice)."""
+    """A menu path ``A>B>C``: the deepest item of the path the page shows is hovered (a
+    parent, to open its submenu) or clicked (the last item: the choice)."""
     parts = m.group(1).split(">")
     items = {x.name: x for x in _find(ns, "menuitem")}
     if not items:
         raise Missing("no menu")
     for k in range(len(parts) - 1, -1, -1):
         if parts[k] in items:
-            return _click(items[parts[k]])[0], [items[p].n for p in parts[: k + 1] if p in items]
+            x, read = items[parts[k]], [items[p].n for p in parts[: k + 1] if p in items]
+            return (_click(x)[0] if k == len(parts) - 1 else f"hover({x.bid!r})"), read
     raise Missing(f"no menu item {parts[0]!r}")
