@@ -4,7 +4,7 @@ The whole live study is ONE command (needs the live extra and Debian's chromium;
 unless ``--policy llm``)::
 
     nice -n 10 .venv/bin/python benchmarks/bench_live.py --study --jobs 2 \\
-        --out data/live/scripted --overwrite-shipped
+        --ship data/live/scripted --overwrite-shipped
 
 ``--study`` plays and writes, resuming from what ``--out`` already holds:
 
@@ -69,7 +69,7 @@ def heldout_check(out: Path, tasks: list[str], jobs: int, max_steps: int, policy
                        jobs=jobs, max_steps=max_steps)  # fmt: skip
     eps = episodes_frame(results)
     eps["half"] = eps["task"].map(half_of)
-    eps.to_csv(out / "heldout" / "episodes.csv", index=False)
+    eps.to_csv(out / "heldout_episodes.csv", index=False)
     frame = eps.assign(reducer="full, held-out seeds " + f"{seeds[0]}-{seeds[-1]}")
     table = success_table(frame.assign(half="all"))
     table.insert(1, "half", "all")
@@ -98,9 +98,8 @@ def second_policy(
     results = run_live(plan_episodes(reducers, tasks, seeds), out / second, second,
                        jobs=jobs, max_steps=max_steps)  # fmt: skip
     eps = episodes_frame(results)
-    eps.to_csv(out / second / "episodes.csv", index=False)
-    summary = success_table(eps)
-    summary.to_csv(out / second / "summary.csv", index=False)
+    eps.to_csv(out / f"{second}_episodes.csv", index=False)
+    success_table(eps).to_csv(out / f"{second}_summary.csv", index=False)
     per_episode, table = cross_table(out, out / second, second, reducers, tasks, seeds)
     per_episode.to_csv(out / f"cross_{second}_episodes.csv", index=False)
     table.to_csv(out / f"cross_{second}.csv", index=False)
@@ -119,27 +118,9 @@ def recompute_mfs(mfs_out: Path | None, overwrite: bool) -> int:
     return int(cli(args))
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=3, help="the first N development seeds")
-    parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--policy", default="scripted")
-    parser.add_argument("--reducers", default=";".join(REDUCERS))
-    parser.add_argument("--tasks", default=",".join(TASKS))
-    parser.add_argument("--max-steps", type=int, default=16)
-    parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--study", action="store_true", help="parts 1-4 (module doc)")
-    parser.add_argument("--second", default="greedy", help="the second policy of --study")
-    parser.add_argument("--mfs-out", type=Path, default=None)
-    parser.add_argument("--overwrite-shipped", action="store_true",
-                        help="allow --out / --mfs-out inside the shipped data/ (maintainers)")  # fmt: skip
-    args = parser.parse_args()
-    out = args.out or results_dir() / "live" / args.policy
-    refuse_shipped(out, args.overwrite_shipped)
-    reducers = [r for r in args.reducers.split(";") if r]
-    tasks = [t for t in args.tasks.split(",") if t]
-    seeds = task_split()["development_seeds"][: args.seeds]
-    load = os.getloadavg()
+def part_one(args: argparse.Namespace, out: Path, reducers: list[str], tasks: list[str],
+             seeds: list[int], load: tuple[float, ...]) -> None:  # fmt: skip
+    """Part 1: every reducer on every task type and development seed (module doc)."""
     results = run_live(plan_episodes(reducers, tasks, seeds), out, args.policy,
                        jobs=args.jobs, max_steps=args.max_steps)  # fmt: skip
     table = summarise(results, out, args.policy, steps_csv=out / "steps.csv")
@@ -165,15 +146,61 @@ def main() -> int:
             "command": "benchmarks/bench_live.py " + " ".join(
                 a if not os.path.isabs(a) else os.path.relpath(a) for a in os.sys.argv[1:])}  # fmt: skip
     (out / "provenance.json").write_text(json.dumps(prov, indent=1, default=str) + "\n")
-    if args.study:
+
+
+def ship(out: Path, dest: Path) -> None:
+    """Copy the study's tables (not the recorded episodes) from ``out`` to ``dest``."""
+    import shutil
+
+    dest.mkdir(parents=True, exist_ok=True)
+    for f in sorted(out.glob("*.csv")) + sorted(out.glob("provenance.json")):
+        shutil.copyfile(f, dest / f.name)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=3, help="the first N development seeds")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--policy", default="scripted")
+    parser.add_argument("--reducers", default=";".join(REDUCERS))
+    parser.add_argument("--tasks", default=",".join(TASKS))
+    parser.add_argument("--max-steps", type=int, default=16)
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--study", action="store_true", help="parts 1-4 (module doc)")
+    parser.add_argument("--parts", default="1,2,3,4",
+                        help="with --study, the parts to run (e.g. 2: the held-out check only)")  # fmt: skip
+    parser.add_argument("--second", default="greedy", help="the second policy of --study")
+    parser.add_argument("--mfs-out", type=Path, default=None)
+    parser.add_argument("--ship", type=Path, default=None,
+                        help="copy the tables (*.csv, provenance.json; not the episodes) here, "
+                        "e.g. data/live/scripted with --overwrite-shipped")  # fmt: skip
+    parser.add_argument("--overwrite-shipped", action="store_true",
+                        help="allow --out / --mfs-out inside the shipped data/ (maintainers)")  # fmt: skip
+    args = parser.parse_args()
+    out = args.out or results_dir() / "live" / args.policy
+    refuse_shipped(out, args.overwrite_shipped)
+    if args.ship is not None:
+        refuse_shipped(args.ship, args.overwrite_shipped)
+    reducers = [r for r in args.reducers.split(";") if r]
+    tasks = [t for t in args.tasks.split(",") if t]
+    seeds = task_split()["development_seeds"][: args.seeds]
+    parts = {int(p) for p in args.parts.split(",")} if args.study else {1}
+    load = os.getloadavg()
+    if 1 in parts:
+        part_one(args, out, reducers, tasks, seeds, load)
+    if 2 in parts:
         print("\nheld-out seeds, full observation:")
         print(markdown_table(heldout_check(out, tasks, args.jobs, args.max_steps, args.policy),
                              floats="{:.3f}"))  # fmt: skip
+    if 3 in parts:
         print(f"\n{args.second} live vs {args.policy}'s every-MFS coverage:")
         cross = second_policy(out, args.second, reducers, tasks, seeds, args.jobs, args.max_steps)
         print(markdown_table(cross, floats="{:.3f}"))
+    if 4 in parts:
         recompute_mfs(args.mfs_out, args.overwrite_shipped)
-    print(f"written: {out}")
+    if args.ship is not None:
+        ship(out, args.ship)
+    print(f"written: {out}" + (f", tables copied to {args.ship}" if args.ship else ""))
     return 0
 
 
