@@ -83,33 +83,24 @@ _ = tables.save_table(halves, "live_scripted_halves",
                   "split, 95% over task types")  # fmt: skip
 
 # %% [markdown]
-# **Generalisation of the policy**: the `full` observation on seeds the policy was never
-# developed on (the split's `heldout_seeds`; `benchmarks/bench_live.py --study`, part 2),
-# per half of the task split; absent until that part has run.
+# Two more tables of `benchmarks/bench_live.py --study`, each absent until its part has run:
+#
+# * **generalisation of the policy** (part 2): the `full` observation on seeds the policy was
+#   never developed on (the split's `heldout_seeds`), per half of the task split;
+# * **a second policy** (part 3): does what one agent needs predict another's success? The
+#   scripted policy's every-MFS coverage of its `full` steps (per reducer, offline) against
+#   the greedy policy's live success on the same episodes (`lrlab.agent.cross_policy`).
 
 # %%
-heldout_file = LIVE / "scripted" / "heldout.csv"
-if heldout_file.is_file():
-    heldout = pd.read_csv(heldout_file)
-    display(heldout.round(3))
-    _ = tables.save_table(heldout, "live_heldout_seeds",
-                      "Scripted policy, full observation, held-out seeds: success [95% over "
-                      "task types]")  # fmt: skip
-
-# %% [markdown]
-# **A second policy**: does what one agent needs predict another's success? The scripted
-# policy's every-MFS coverage of its `full` steps (per reducer, offline) against the greedy
-# policy's live success on the same episodes (`lrlab.agent.cross_policy`; part 3 of
-# `--study`; absent until it has run).
-
-# %%
-cross_file = LIVE / "scripted" / "cross_greedy.csv"
-if cross_file.is_file():
-    cross = pd.read_csv(cross_file)
-    display(cross.round(3))
-    _ = tables.save_table(cross, "live_cross_greedy",
-                      "Scripted every-MFS coverage vs greedy live success: agreement [95% "
-                      "over task types]")  # fmt: skip
+for name, caption in [
+    ("heldout", "Scripted policy, full observation, held-out seeds: success [95% over task types]"),
+    ("cross_greedy", "Scripted every-MFS coverage vs greedy live success: agreement [95% over "
+     "task types]"),
+]:  # fmt: skip
+    if (LIVE / "scripted" / f"{name}.csv").is_file():
+        found = pd.read_csv(LIVE / "scripted" / f"{name}.csv")
+        display(found.round(3))
+        _ = tables.save_table(found, f"live_{name}", caption)
 
 # %%
 fig = live_report.plot_success_vs_coverage(

@@ -6,23 +6,11 @@ Skipped, with the reason, when chromium or the live extra is missing.
 
 from __future__ import annotations
 
-import os
-
 import pandas as pd
-import pytest
+from test_agent_live import pytestmark  # noqa: F401  (skipped without chromium or the extra)
 
-from lrlab.agent.miniwob import missing_packages
 from lrlib.cli import main
 
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-pytestmark = [
-    pytest.mark.skipif(
-        not os.access(CHROMIUM, os.X_OK), reason=f"no chromium at {CHROMIUM} (make browser)"
-    ),
-    pytest.mark.skipif(
-        bool(missing_packages()), reason=f"live extra missing: {missing_packages()}"
-    ),
-]
 # a date input, an equation read from the page, the n-th text area, a spinner
 TASKS = "enter-date,simple-algebra,copy-paste-2,use-spinner"
 
