@@ -75,13 +75,13 @@ class Missing(Exception):
     """What the rule needs is not in the observation."""
 
 
-def _find(ns: list[Node], role: str | tuple[str, ...], name: str | None = None) -> list[Node]:
+def find_all(ns: list[Node], role: str | tuple[str, ...], name: str | None = None) -> list[Node]:
     roles = (role,) if isinstance(role, str) else role
     return [x for x in ns if x.role in roles and x.bid and (name is None or x.name == name)]
 
 
-def _one(ns: list[Node], role: str | tuple[str, ...], name: str | None = None) -> Node:
-    found = _find(ns, role, name)
+def find_one(ns: list[Node], role: str | tuple[str, ...], name: str | None = None) -> Node:
+    found = find_all(ns, role, name)
     if not found:
         raise Missing(f"no {role} {name!r}")
     return found[0]
@@ -91,18 +91,18 @@ def _quoted(goal: str) -> list[str]:
     return re.findall(r'"([^"]*)"', goal)
 
 
-def _click(x: Node) -> tuple[str, list[int]]:
+def click_on(x: Node) -> tuple[str, list[int]]:
     return f"click({x.bid!r})", [x.n]
 
 
-def _submit(ns: list[Node], name: str = "Submit") -> tuple[str, list[int]]:
-    found = [x for x in _find(ns, "button") if x.name.lower() == name.lower()]
+def submit_on(ns: list[Node], name: str = "Submit") -> tuple[str, list[int]]:
+    found = [x for x in find_all(ns, "button") if x.name.lower() == name.lower()]
     if not found:
         raise Missing(f"no {name} button")
-    return _click(found[0])
+    return click_on(found[0])
 
 
-def _fills(history: Sequence[str]) -> int:
+def fill_count(history: Sequence[str]) -> int:
     return sum(a.startswith("fill(") for a in history)
 
 
@@ -124,45 +124,45 @@ def rule(pattern: str, first: bool = False) -> Callable[[Rule], Rule]:
 
 @rule(r'^Click on the "(.*)" button\.?$')
 def click_named_button(m, ns, history):
-    return _click(_one(ns, "button", m.group(1)))
+    return click_on(find_one(ns, "button", m.group(1)))
 
 
 @rule(r"^Click button (ONE|TWO)\.?$")
 def click_button_word(m, ns, history):
-    return _click(_one(ns, "button", m.group(1)))
+    return click_on(find_one(ns, "button", m.group(1)))
 
 
 @rule(r"^Click button ONE, then click button TWO\.?$")
 def click_sequence(m, ns, history):
-    return _click(_one(ns, "button", "TWO" if history else "ONE"))
+    return click_on(find_one(ns, "button", "TWO" if history else "ONE"))
 
 
 @rule(r"^Click the button\.?$")
 def click_the_button(m, ns, history):
-    return _click(_one(ns, "button", "Click Me!"))
+    return click_on(find_one(ns, "button", "Click Me!"))
 
 
 @rule(r'^Close the dialog box by clicking the "x"\.?$')
 @rule(r'^Click the button in the dialog box labeled "x"\.?$')
 def close_dialog(m, ns, history):
-    return _click(_one(ns, "button", "Close"))
+    return click_on(find_one(ns, "button", "Close"))
 
 
 @rule(r'^Click the button in the dialog box labeled "(.*)"\.?$')
 def dialog_button(m, ns, history):
-    return _click(_one(ns, "button", m.group(1)))
+    return click_on(find_one(ns, "button", m.group(1)))
 
 
 @rule(r"^Click on (Tab #\d+)\.?$")
 def click_tab(m, ns, history):
-    return _click(_one(ns, "tab", m.group(1)))
+    return click_on(find_one(ns, "tab", m.group(1)))
 
 
 @rule(r"^Select (.*) from the list and click Submit\.?$")
 def choose_from_list(m, ns, history):
     if any(a.startswith("select_option(") for a in history):
-        return _submit(ns)
-    box = _one(ns, "combobox")
+        return submit_on(ns)
+    box = find_one(ns, "combobox")
     option = next((x for x in ns if x.role == "option" and x.name == m.group(1)), None)
     if option is None:
         raise Missing(f"no option {m.group(1)!r}")
@@ -171,69 +171,69 @@ def choose_from_list(m, ns, history):
 
 @rule(r"^Select (.*) and click Submit\.?$")
 def tick_boxes(m, ns, history):
-    boxes = _find(ns, ("checkbox", "radio"))
+    boxes = find_all(ns, ("checkbox", "radio"))
     if not boxes:
         raise Missing("no checkbox or radio")
     wanted = set() if m.group(1) == "nothing" else {w.strip() for w in m.group(1).split(",")}
     if boxes[0].role == "radio":  # its checked state decides: it is read at every step
-        radio = _one(ns, "radio", m.group(1))
+        radio = find_one(ns, "radio", m.group(1))
         if radio.prop("checked") != "true":
-            return _click(radio)
-        action, lines = _submit(ns)
+            return click_on(radio)
+        action, lines = submit_on(ns)
         return action, lines + [radio.n]
     if not wanted <= {b.name for b in boxes}:
         raise Missing(f"no checkbox for {sorted(wanted - {b.name for b in boxes})}")
     read = [b.n for b in boxes]  # every box's name and state is read (all present? which next?)
     for b in boxes:
         if (b.name in wanted) != (b.prop("checked") == "true"):
-            return _click(b)[0], read
-    action, lines = _submit(ns)
+            return click_on(b)[0], read
+    action, lines = submit_on(ns)
     return action, lines + read
 
 
 @rule(r'^(?:Enter|Type) "(.*)" (?:into|in) the text ?(?:field|box)(?: and press Submit)?\.?$')
 def enter_text(m, ns, history):
-    box = _one(ns, "textbox")
-    if not _fills(history):
+    box = find_one(ns, "textbox")
+    if not fill_count(history):
         return f"fill({box.bid!r}, {m.group(1)!r})", [box.n]
-    return _submit(ns)
+    return submit_on(ns)
 
 
 @rule(r'^Type "(.*)" in all (upper|lower) case letters in the text input and press Submit\.?$')
 def enter_text_case(m, ns, history):
-    box = _one(ns, "textbox")
+    box = find_one(ns, "textbox")
     text = m.group(1).upper() if m.group(2) == "upper" else m.group(1).lower()
-    if not _fills(history):
+    if not fill_count(history):
         return f"fill({box.bid!r}, {text!r})", [box.n]
-    return _submit(ns)
+    return submit_on(ns)
 
 
 @rule(r"^Focus into the (?:(\d+)(?:st|nd|rd|th) input )?textbox\.?$")
 def focus_text(m, ns, history):
-    boxes = _find(ns, "textbox")
+    boxes = find_all(ns, "textbox")
     k = int(m.group(1) or 1)
     if len(boxes) < k:
         raise Missing(f"fewer than {k} text boxes")
-    action, _ = _click(boxes[k - 1])
+    action, _ = click_on(boxes[k - 1])
     return action, [b.n for b in boxes[:k]]
 
 
 @rule(r'^Enter the password "(.*)" into both text fields and press submit\.?$')
 def enter_password(m, ns, history):
-    boxes = _find(ns, "textbox")
-    k = _fills(history)
+    boxes = find_all(ns, "textbox")
+    k = fill_count(history)
     if k < 2:
         if len(boxes) < 2:
             raise Missing("fewer than two text fields")
         return f"fill({boxes[k].bid!r}, {m.group(1)!r})", [b.n for b in boxes[:2]]
-    return _submit(ns)
+    return submit_on(ns)
 
 
 @rule(
     r'^Enter the username "(.*)" and the password "(.*)" into the text fields and press login\.?$'
 )
 def login(m, ns, history):
-    k = _fills(history)
+    k = fill_count(history)
     if k < 2:
         label = ("Username", "Password")[k]
         # the field follows its label's text line
@@ -246,7 +246,7 @@ def login(m, ns, history):
             ):
                 return f"fill({nxt.bid!r}, {m.group(k + 1)!r})", [x.n, nxt.n]
         raise Missing(f"no {label} field")
-    return _submit(ns, "Login")
+    return submit_on(ns, "Login")
 
 
 @lru_cache(maxsize=1)

@@ -18,7 +18,16 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from lrlab.agent.scripted import Missing, Node, _click, _fills, _find, _one, _submit, rule
+from lrlab.agent.scripted import (
+    Missing,
+    Node,
+    click_on,
+    fill_count,
+    find_all,
+    find_one,
+    rule,
+    submit_on,
+)
 
 Step = tuple[str, list[int]]
 
@@ -32,12 +41,12 @@ def ordinal(word: str) -> int:
     return int(re.match(r"\d+", word).group(0))  # type: ignore[union-attr]
 
 
-def _fill(x: Node, text: str) -> Step:
+def fill_in(x: Node, text: str) -> Step:
     return f"fill({x.bid!r}, {text!r})", [x.n]
 
 
-def _nth(ns: list[Node], role: str, k: int, kind: str) -> Node:
-    found = _find(ns, role)
+def nth_of(ns: list[Node], role: str, k: int, kind: str) -> Node:
+    found = find_all(ns, role)
     if len(found) < k:
         raise Missing(f"fewer than {k} {kind}")
     return found[k - 1]
@@ -58,7 +67,7 @@ def under(ns: list[Node], parent: Node) -> list[Node]:
     return out
 
 
-def _text_after(ns: list[Node], label: str) -> Node | None:
+def field_after(ns: list[Node], label: str) -> Node | None:
     """The first field following the text line ``label`` (a label and its field)."""
     for i, x in enumerate(ns):
         if x.role in ("StaticText", "LabelText") and x.name.strip() == label:
@@ -68,25 +77,25 @@ def _text_after(ns: list[Node], label: str) -> Node | None:
 
 @rule(r"^Enter (\d\d)/(\d\d)/(\d{4}) as the date and hit submit\.?$")
 def enter_date(m, ns, history):
-    if _fills(history):
-        return _submit(ns)
+    if fill_count(history):
+        return submit_on(ns)
     month, day, year = m.groups()
-    return _fill(_one(ns, "Date"), f"{year}-{month}-{day}")
+    return fill_in(find_one(ns, "Date"), f"{year}-{month}-{day}")
 
 
 @rule(r"^Enter (\d{1,2}):(\d\d) (AM|PM) as the time and press submit\.?$")
 def enter_time(m, ns, history):
-    if _fills(history):
-        return _submit(ns)
+    if fill_count(history):
+        return submit_on(ns)
     hour = int(m.group(1)) % 12 + (12 if m.group(3) == "PM" else 0)
-    return _fill(_one(ns, "InputTime"), f"{hour:02d}:{m.group(2)}")
+    return fill_in(find_one(ns, "InputTime"), f"{hour:02d}:{m.group(2)}")
 
 
 @rule(r"^Select (.*) from the scroll list and click Submit\.?$", first=True)
 def scroll_list(m, ns, history):
     if any(a.startswith("select_option(") for a in history):
-        return _submit(ns)
-    box = _one(ns, "listbox")
+        return submit_on(ns)
+    box = find_one(ns, "listbox")
     names = [w.strip() for w in m.group(1).split(",") if w.strip()]
     options = {x.name: x for x in ns if x.role == "option"}
     if not set(names) <= set(options):
@@ -96,23 +105,23 @@ def scroll_list(m, ns, history):
 
 @rule(r"^Expand the section below and click submit\.?$")
 def expand_section(m, ns, history):
-    section = _one(ns, "tab")
+    section = find_one(ns, "tab")
     if section.prop("expanded") != "True":
-        return _click(section)
-    action, lines = _submit(ns)
+        return click_on(section)
+    action, lines = submit_on(ns)
     return action, lines + [section.n]
 
 
 @rule(r'^Expand the sections below, to find and click on the link "(.*)"\.?$')
 def find_in_sections(m, ns, history):
-    links = [x for x in _find(ns, "link", m.group(1))]
+    links = [x for x in find_all(ns, "link", m.group(1))]
     if links:
-        return _click(links[0])
-    sections = [x for x in _find(ns, "tab") if x.name.startswith("Section")]
+        return click_on(links[0])
+    sections = [x for x in find_all(ns, "tab") if x.name.startswith("Section")]
     seen = _clicked(history)
     for x in sections:
         if x.bid not in seen:
-            return _click(x)[0], [s.n for s in sections]
+            return click_on(x)[0], [s.n for s in sections]
     raise Missing(f"no link {m.group(1)!r} in any section")
 
 
@@ -120,26 +129,26 @@ def find_in_sections(m, ns, history):
     r'^Check the (\d+\w\w) radio button and enter the number "(.*)" into the (\d+\w\w) textbox\.?$'
 )
 def radio_and_number(m, ns, history):
-    radio = _nth(ns, "radio", ordinal(m.group(1)), "radio buttons")
+    radio = nth_of(ns, "radio", ordinal(m.group(1)), "radio buttons")
     if radio.prop("checked") != "true":
-        return _click(radio)
-    box = _nth(ns, "textbox", ordinal(m.group(3)), "text boxes")
+        return click_on(radio)
+    box = nth_of(ns, "textbox", ordinal(m.group(3)), "text boxes")
     if box.prop("value") != m.group(2):
-        action, lines = _fill(box, m.group(2))
+        action, lines = fill_in(box, m.group(2))
         return action, lines + [radio.n]
-    action, lines = _submit(ns)
+    action, lines = submit_on(ns)
     return action, lines + [radio.n, box.n]
 
 
 @rule(r'^Choose (.*) from the dropdown, then click the button labeled "(.*)"\.?$')
 def dropdown_then_button(m, ns, history):
-    box = _one(ns, "combobox")
+    box = find_one(ns, "combobox")
     option = next((x for x in ns if x.role == "option" and x.name == m.group(1)), None)
     if option is None:
         raise Missing(f"no option {m.group(1)!r}")
     if option.prop("selected") != "True":
         return f"select_option({box.bid!r}, {m.group(1)!r})", [box.n, option.n]
-    action, lines = _click(_one(ns, "button", m.group(2)))
+    action, lines = click_on(find_one(ns, "button", m.group(2)))
     return action, lines + [option.n]
 
 
@@ -151,33 +160,33 @@ def login_with_popup(m, ns, history):
     """Log in; a pop-up asking to leave is dismissed (Cancel) and the fields refilled."""
     note = next((x for x in ns if x.name.startswith("Exit to home page")), None)
     if note is not None:
-        action, lines = _click(_one(ns, "button", "Cancel"))
+        action, lines = click_on(find_one(ns, "button", "Cancel"))
         return action, lines + [note.n]
     read = []
     for label, wanted in (("Username", m.group(1)), ("Password", m.group(2))):
-        field = _text_after(ns, label)
+        field = field_after(ns, label)
         if field is None:
             raise Missing(f"no {label} field")
         text = next(x for x in ns if x.name.strip() == label)
         read += [text.n, field.n]
         if field.prop("value") not in (wanted, "•" * len(wanted)):
-            return _fill(field, wanted)[0], [text.n, field.n]
-    found = [x for x in _find(ns, "button") if x.name in ("Login", "OK")]
+            return fill_in(field, wanted)[0], [text.n, field.n]
+    found = [x for x in find_all(ns, "button") if x.name in ("Login", "OK")]
     if not found:
         raise Missing("no login button")
-    return _click(found[0])[0], [found[0].n] + read
+    return click_on(found[0])[0], [found[0].n] + read
 
 
 @rule(r'^Enter an item that starts with "([^"]*)"(?: and ends with "([^"]*)")?\.?$')
 def autocomplete(m, ns, history):
-    box = _one(ns, "textbox")
+    box = find_one(ns, "textbox")
     start, end = m.group(1), m.group(2) or ""
     value = box.prop("value") or ""
     if value.startswith(start) and value.endswith(end) and value != start:
-        action, lines = _submit(ns)
+        action, lines = submit_on(ns)
         return action, lines + [box.n]
-    if not _fills(history):
-        return _fill(box, start)
+    if not fill_count(history):
+        return fill_in(box, start)
     if not any(x.role == "list" for x in ns) and history[-1:] != ("noop()",):
         return "noop()", [box.n]  # the suggestions come after a delay: wait for them once
     for x in ns:
@@ -185,7 +194,7 @@ def autocomplete(m, ns, history):
             texts = [x] if x.name else [y for y in under(ns, x) if y.role == "StaticText"]
             label = "".join(y.name for y in texts)
             if label.startswith(start) and label.endswith(end):
-                return _click(x)[0], [box.n, x.n] + [y.n for y in texts]
+                return click_on(x)[0], [box.n, x.n] + [y.n for y in texts]
     raise Missing(f"no suggestion starting {start!r} and ending {end!r}")
 
 
@@ -194,13 +203,13 @@ def autocomplete(m, ns, history):
     r"search result\.?$"
 )
 def search_results(m, ns, history):
-    box = _one(ns, "textbox")
-    if not _fills(history):
-        return _fill(box, m.group(1))
+    box = find_one(ns, "textbox")
+    if not fill_count(history):
+        return fill_in(box, m.group(1))
     if not any(a.startswith("click(") for a in history):
-        return _click(_one(ns, "button", "Search"))
+        return click_on(find_one(ns, "button", "Search"))
     k = ordinal(m.group(2))
-    links = _find(ns, "link")
+    links = find_all(ns, "link")
     pages = [x for x in links if x.name.isdigit()]
     results = [x for x in links if not x.name.isdigit() and x.name not in ("<", ">")]
     if not results:
@@ -208,19 +217,19 @@ def search_results(m, ns, history):
     page = (k - 1) // len(results) + 1  # pages of equal length; the page shown is not marked
     paged = sum(a.startswith("click(") for a in history) > 1  # a page link was clicked
     if page == 1 or paged:
-        return _click(results[(k - 1) % len(results)])[0], [x.n for x in results]
+        return click_on(results[(k - 1) % len(results)])[0], [x.n for x in results]
     target = next((x for x in pages if int(x.name) == page), None)
     if target is None:
         raise Missing(f"no page {page} of results")
-    return _click(target)[0], [x.n for x in results] + [target.n]
+    return click_on(target)[0], [x.n for x in results] + [target.n]
 
 
 @rule(r"^Select (-?\d+) with the spinner and hit Submit\.?$")
 def spinner(m, ns, history):
-    box = _one(ns, "spinbutton")
+    box = find_one(ns, "spinbutton")
     if box.prop("valuetext") != m.group(1):
-        return _fill(box, m.group(1))
-    action, lines = _submit(ns)
+        return fill_in(box, m.group(1))
+    action, lines = submit_on(ns)
     return action, lines + [box.n]
 
 
@@ -238,13 +247,13 @@ def contact_book(m, ns, history):
                     link = next((z for z in ns[j + 1 :] if z.role == "link" and z.bid), None)
                     if link is None:
                         raise Missing(f"no link after {field!r}")
-                    return _click(link)[0], [x.n, y.n, link.n]
+                    return click_on(link)[0], [x.n, y.n, link.n]
             raise Missing(f"no {field!r} for {m.group(1)!r}")
     heading = next((x for x in ns if x.role == "heading"), None)
-    nxt = [x for x in _find(ns, "link", ">")]
+    nxt = [x for x in find_all(ns, "link", ">")]
     if heading is None or not nxt:
         raise Missing(f"no contact {m.group(1)!r} and no next page")
-    return _click(nxt[0])[0], [heading.n, nxt[0].n]
+    return click_on(nxt[0])[0], [heading.n, nxt[0].n]
 
 
 @rule(r"^Select ([^>]+(?:>[^>]+)*)$")
@@ -252,11 +261,11 @@ def menu_path(m, ns, history):
     """A menu path ``A>B>C``: the deepest item of the path the page shows is hovered (a
     parent, to open its submenu) or clicked (the last item: the choice)."""
     parts = m.group(1).split(">")
-    items = {x.name: x for x in _find(ns, "menuitem")}
+    items = {x.name: x for x in find_all(ns, "menuitem")}
     if not items:
         raise Missing("no menu")
     for k in range(len(parts) - 1, -1, -1):
         if parts[k] in items:
             x, read = items[parts[k]], [items[p].n for p in parts[: k + 1] if p in items]
-            return (_click(x)[0] if k == len(parts) - 1 else f"hover({x.bid!r})"), read
+            return (click_on(x)[0] if k == len(parts) - 1 else f"hover({x.bid!r})"), read
     raise Missing(f"no menu item {parts[0]!r}")

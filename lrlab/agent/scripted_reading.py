@@ -17,8 +17,17 @@ from __future__ import annotations
 
 import re
 
-from lrlab.agent.scripted import Missing, Node, _click, _fills, _find, _one, _submit, rule
-from lrlab.agent.scripted_forms import Step, _fill, _text_after, ordinal, under
+from lrlab.agent.scripted import (
+    Missing,
+    Node,
+    click_on,
+    fill_count,
+    find_all,
+    find_one,
+    rule,
+    submit_on,
+)
+from lrlab.agent.scripted_forms import Step, field_after, fill_in, ordinal, under
 
 
 def _texts(ns: list[Node]) -> list[Node]:
@@ -28,18 +37,11 @@ def _texts(ns: list[Node]) -> list[Node]:
 def _answer(ns: list[Node], history, box: Node, text: str, read: list[int]) -> Step:
     """Fill ``box`` with ``text`` once, then Submit; ``read`` are the lines the answer
     came from."""
-    if not _fills(history):
-        action, lines = _fill(box, text)
+    if not fill_count(history):
+        action, lines = fill_in(box, text)
     else:
-        action, lines = _submit(ns)
+        action, lines = submit_on(ns)
     return action, lines + read
-
-
-def _empty_box(ns: list[Node]) -> Node:
-    boxes = [x for x in _find(ns, "textbox") if not x.prop("value")]
-    if not boxes:
-        raise Missing("no empty text box")
-    return boxes[-1]
 
 
 def _cell_value(ns: list[Node], key: str) -> tuple[str, list[int]]:
@@ -53,7 +55,7 @@ def _cell_value(ns: list[Node], key: str) -> tuple[str, list[int]]:
 @rule(r"^Enter the value of (.*) into the text field and press Submit\.?$")
 def read_table(m, ns, history):
     value, read = _cell_value(ns, m.group(1))
-    return _answer(ns, history, _one(ns, "textbox"), value, read)
+    return _answer(ns, history, find_one(ns, "textbox"), value, read)
 
 
 @rule(r"^Enter the value that corresponds with each label into the form and submit when done\.?$")
@@ -64,14 +66,14 @@ def read_table_form(m, ns, history):
     read = []
     for label in labels:
         key = label.name[:-1].strip()
-        field = _text_after(ns, label.name.strip())
+        field = field_after(ns, label.name.strip())
         if field is None:
             raise Missing(f"no field for {key!r}")
         value, lines = _cell_value(ns, key)
         read += [label.n, field.n, *lines]
         if field.prop("value") != value:
-            return _fill(field, value)[0], [label.n, field.n, *lines]
-    action, lines = _submit(ns)
+            return fill_in(field, value)[0], [label.n, field.n, *lines]
+    action, lines = submit_on(ns)
     return action, lines + read
 
 
@@ -90,7 +92,7 @@ def arithmetic(m, ns, history):
         if found:
             a, op, b = found.groups()
             value = _OPS[op](int(a), int(b))
-            return _answer(ns, history, _one(ns, "textbox"), _number(value), [x.n])
+            return _answer(ns, history, find_one(ns, "textbox"), _number(value), [x.n])
     raise Missing("no math problem")
 
 
@@ -117,7 +119,7 @@ def algebra(m, ns, history):
             continue
         op1, b, a, op2, rhs = found.groups()
         value = _solve(op1 or op2, int(b or a), int(rhs), x_first=bool(op1))
-        return _answer(ns, history, _one(ns, "textbox"), _number(value), [x.n])
+        return _answer(ns, history, find_one(ns, "textbox"), _number(value), [x.n])
     raise Missing("no equation")
 
 
@@ -125,18 +127,18 @@ def algebra(m, ns, history):
     r'^Find the (\d+\w\w) word in the paragraph, type that into the textbox and press "Submit"\.?$'
 )
 def nth_word(m, ns, history):
-    para = _one(ns, "paragraph")
+    para = find_one(ns, "paragraph")
     texts = [x for x in under(ns, para) if x.role == "StaticText"]
     words = " ".join(x.name for x in texts).split()
     k = ordinal(m.group(1))
     if not texts or len(words) < k:
         raise Missing(f"fewer than {k} words in the paragraph")
     word = re.sub(r"[^A-Za-z]", "", words[k - 1])
-    return _answer(ns, history, _one(ns, "textbox"), word, [x.n for x in texts])
+    return _answer(ns, history, find_one(ns, "textbox"), word, [x.n for x in texts])
 
 
 def _areas(ns: list[Node]) -> list[Node]:
-    return [x for x in _find(ns, "textbox") if x.prop("value")]
+    return [x for x in find_all(ns, "textbox") if x.prop("value")]
 
 
 @rule(r"^Copy the text in the textarea below, paste it into the textbox and press Submit\.?$")
@@ -144,8 +146,8 @@ def copy_paste(m, ns, history):
     areas = _areas(ns)
     if not areas:
         raise Missing("no text area with text")
-    box = [x for x in _find(ns, "textbox") if x not in areas] or [areas[-1]]
-    if _fills(history):
+    box = [x for x in find_all(ns, "textbox") if x not in areas] or [areas[-1]]
+    if fill_count(history):
         box = [areas[-1]] if len(areas) > 1 else box
     return _answer(ns, history, box[-1], areas[0].prop("value") or "", [areas[0].n])
 
@@ -156,16 +158,16 @@ def copy_paste(m, ns, history):
 )
 def copy_paste_nth(m, ns, history):
     k = ordinal(m.group(1))
-    areas = _find(ns, "textbox")[:-1]  # the text input is the last text box
-    if len(areas) < k or not _find(ns, "textbox"):
+    areas = find_all(ns, "textbox")[:-1]  # the text input is the last text box
+    if len(areas) < k or not find_all(ns, "textbox"):
         raise Missing(f"fewer than {k} text areas")
-    source, box = areas[k - 1], _find(ns, "textbox")[-1]
+    source, box = areas[k - 1], find_all(ns, "textbox")[-1]
     return _answer(ns, history, box, source.prop("value") or "", [source.n])
 
 
 @rule(r"^Type the text below into the text field and press Submit\.?$")
 def transcribe(m, ns, history):
-    box = _one(ns, "textbox")
+    box = find_one(ns, "textbox")
     texts = [x for x in ns[: ns.index(box)] if x.role == "StaticText" and x.name.strip()]
     if not texts:
         raise Missing("no text to type")
@@ -181,7 +183,7 @@ def last_word(m, ns, history):
     if not words:
         raise Missing("empty text area")
     word = words[-1].replace(".", "")
-    box = [x for x in _find(ns, "textbox") if x is not areas[0]]
+    box = [x for x in find_all(ns, "textbox") if x is not areas[0]]
     if not box:
         raise Missing("no text field")
     return _answer(ns, history, box[-1], word, [areas[0].n])
@@ -213,12 +215,12 @@ def buy_ticket(m, ns, history):
         key = lambda t: t[1]  # noqa: E731
     pick = (min if what in ("cheapest cost", "shortest duration") else max)(tickets, key=key)
     read = [t[2].n for t in tickets] + ([t[0].n for t in tickets] if "duration" in what else [])
-    return _click(pick[2])[0], read
+    return click_on(pick[2])[0], read
 
 
 @rule(r"^Generate (?:a|an) (odd number|even number|number less than (\d+)|number greater than (\d+)), then press submit\.?$")  # fmt: skip
 def generate_number(m, ns, history):
-    button = _one(ns, "button", "Generate")
+    button = find_one(ns, "button", "Generate")
     i = ns.index(button)
     shown = next((x for x in reversed(ns[:i]) if x.role == "StaticText"), None)
     if shown is None:
@@ -232,15 +234,15 @@ def generate_number(m, ns, history):
         or (more is not None and value > int(more))
     )
     if not ok:
-        return _click(button)[0], [shown.n, button.n]
-    action, lines = _submit(ns)
+        return click_on(button)[0], [shown.n, button.n]
+    action, lines = submit_on(ns)
     return action, lines + [shown.n]
 
 
 @rule(r"^Guess the number between (\d+)-(\d+) and press Submit\..*$")
 def guess_number(m, ns, history):
     lo, hi = int(m.group(1)), int(m.group(2))
-    box = _one(ns, "spinbutton")
+    box = find_one(ns, "spinbutton")
     found = (re.match(r"fill\('[^']*', '(-?\d+)'\)", a) for a in history)
     guesses = [int(g.group(1)) for g in found if g]
     for a, b in zip(guesses, guesses[1:], strict=False):  # a guess above the last one: "higher"
@@ -251,8 +253,8 @@ def guess_number(m, ns, history):
             raise Missing("no feedback")
         last = guesses[-1]
         lo, hi = (last + 1, hi) if "higher" in note.name else (lo, last - 1)
-        return _fill(box, str((lo + hi) // 2))[0], [box.n, note.n]
+        return fill_in(box, str((lo + hi) // 2))[0], [box.n, note.n]
     if not guesses:
-        return _fill(box, str((lo + hi) // 2))
-    action, lines = _submit(ns)
+        return fill_in(box, str((lo + hi) // 2))
+    action, lines = submit_on(ns)
     return action, lines + [box.n]
