@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     policy = _policy(args)
     steps = _steps(args)
     out = _out(args, policy)
-    prov = provenance(**policy.provenance(), data=str(args.data or miniwob_path()),
+    prov = provenance(**policy.provenance(), data=_shown(Path(args.data or miniwob_path())),
                       packages=package_versions(["lrlib", "openai", "xllamacpp"]))  # fmt: skip
     results = build_all(steps, policy, out, prov, max_sets=args.sets)
     usable = [r for r in results if r["usable"]]
@@ -116,6 +116,15 @@ def run(args: argparse.Namespace) -> int:
           f"{max(ratio, default=float('nan')):.2f})")  # fmt: skip
     print(f"written: {out}")
     return 0
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the repository when inside it (no machine paths in the files)."""
+    from lrlib.paths import shipped_data_dir
+
+    root = shipped_data_dir().resolve().parent
+    full = path.expanduser().resolve()
+    return str(full.relative_to(root)) if full.is_relative_to(root) else path.name
 
 
 def _median(values: list[float]) -> float:
