@@ -39,12 +39,21 @@ import json
 import os
 from pathlib import Path
 
-from lrlab.agent.live import REDUCERS, TASKS, plan_episodes, run_live
+from lrlab.agent.live import REDUCERS, TASKS, done, plan_episodes, run_live
 from lrlab.agent.live_report import episodes_frame, step_latencies, success_table, summarise
 from lrlab.agent.split import half_of, task_split
 from lrlib.eval.evaluation import markdown_table
 from lrlib.eval.intervals import bootstrap
 from lrlib.paths import refuse_shipped, results_dir
+
+PLAY = True  # False (--tables-only): the tables from the episodes already recorded
+
+
+def play(specs: list, out: Path, policy: str, jobs: int, max_steps: int) -> list:
+    """:func:`run_live`, or with ``--tables-only`` the recorded summaries of ``specs``."""
+    if PLAY:
+        return run_live(specs, out, policy, jobs=jobs, max_steps=max_steps)
+    return [r for r in (done(out, s, policy) for s in specs) if r is not None]
 
 
 def latency_table(results: list) -> object:
@@ -71,14 +80,16 @@ def heldout_check(out: Path, tasks: list[str], jobs: int, max_steps: int, policy
     results: list = []
     table = None
     for k in range(0, len(seeds), 3):
-        chunk = seeds[k : k + 3]
-        results += run_live(plan_episodes(["full"], tasks, chunk), out / "heldout", policy,
-                            jobs=jobs, max_steps=max_steps)  # fmt: skip
-        table = heldout_tables(out, results, seeds[: k + len(chunk)])
+        got = play(plan_episodes(["full"], tasks, seeds[k : k + 3]), out / "heldout", policy,
+                   jobs, max_steps)  # fmt: skip
+        if not got:
+            break
+        results += got
+        table = heldout_tables(out, results)
     return table
 
 
-def heldout_tables(out: Path, results: list, seeds: list[int]) -> object:
+def heldout_tables(out: Path, results: list) -> object:
     """Write ``heldout.csv`` (success overall and per half [95%]), ``heldout_tasks.csv``,
     ``heldout_failures.csv`` and ``heldout_episodes.csv`` from the episodes played."""
     import pandas as pd
@@ -86,6 +97,7 @@ def heldout_tables(out: Path, results: list, seeds: list[int]) -> object:
     eps = episodes_frame(results)
     eps["half"] = eps["task"].map(half_of)
     eps.to_csv(out / "heldout_episodes.csv", index=False)
+    seeds = sorted(set(eps["seed"]))
     label = f"full, held-out seeds {seeds[0]}-{seeds[-1]}"
     parts = []
     for half, part in [("all", eps), *eps.groupby("half")]:
@@ -112,8 +124,7 @@ def second_policy(
     policy's every-MFS coverage (:func:`lrlab.agent.cross_policy.cross_table`)."""
     from lrlab.agent.cross_policy import cross_table
 
-    results = run_live(plan_episodes(reducers, tasks, seeds), out / second, second,
-                       jobs=jobs, max_steps=max_steps)  # fmt: skip
+    results = play(plan_episodes(reducers, tasks, seeds), out / second, second, jobs, max_steps)
     eps = episodes_frame(results)
     eps.to_csv(out / f"{second}_episodes.csv", index=False)
     success_table(eps).to_csv(out / f"{second}_summary.csv", index=False)
@@ -138,8 +149,8 @@ def recompute_mfs(mfs_out: Path | None, overwrite: bool) -> int:
 def part_one(args: argparse.Namespace, out: Path, reducers: list[str], tasks: list[str],
              seeds: list[int], load: tuple[float, ...]) -> None:  # fmt: skip
     """Part 1: every reducer on every task type and development seed (module doc)."""
-    results = run_live(plan_episodes(reducers, tasks, seeds), out, args.policy,
-                       jobs=args.jobs, max_steps=args.max_steps)  # fmt: skip
+    results = play(plan_episodes(reducers, tasks, seeds), out, args.policy, args.jobs,
+                   args.max_steps)  # fmt: skip
     table = summarise(results, out, args.policy, steps_csv=out / "steps.csv")
     print(markdown_table(table, floats="{:.3f}"))
     lat_table = latency_table(results)
@@ -188,12 +199,16 @@ def main() -> int:
                         help="with --study, the parts to run (e.g. 2: the held-out check only)")  # fmt: skip
     parser.add_argument("--second", default="greedy", help="the second policy of --study")
     parser.add_argument("--mfs-out", type=Path, default=None)
+    parser.add_argument("--tables-only", action="store_true",
+                        help="play nothing: the tables from the episodes already recorded")  # fmt: skip
     parser.add_argument("--ship", type=Path, default=None,
                         help="copy the tables (*.csv, provenance.json; not the episodes) here, "
                         "e.g. data/live/scripted with --overwrite-shipped")  # fmt: skip
     parser.add_argument("--overwrite-shipped", action="store_true",
                         help="allow --out / --mfs-out inside the shipped data/ (maintainers)")  # fmt: skip
     args = parser.parse_args()
+    global PLAY
+    PLAY = not args.tables_only
     out = args.out or results_dir() / "live" / args.policy
     refuse_shipped(out, args.overwrite_shipped)
     if args.ship is not None:
