@@ -90,13 +90,13 @@ def plan(args: argparse.Namespace) -> str:
         raise MissingExtra(f"lrlib live needs {', '.join(missing)}: pip install -e '.[live]'")
     specs = plan_episodes(reducers, tasks, range(args.seeds))
     todo = sum(done(_out(args), s, args.policy) is None for s in specs)
-    per = 3.0 if args.policy == "scripted" else 90.0  # seconds per episode measured here
-    if args.policy == "scripted":
-        model = "no model"
-    else:
-        from lrlab.agent.policies import get_policy
+    from lrlab.agent.policies import get_policy
+    from lrlab.agent.policy import LLMPolicy
 
-        model = f"{get_policy(args.policy).model}: CALLS A MODEL for every uncached step"
+    policy = get_policy(args.policy)
+    calls = isinstance(policy, LLMPolicy)
+    per = 90.0 if calls else 3.0  # seconds per episode measured here
+    model = f"{policy.model}: CALLS A MODEL for every uncached step" if calls else "no model"
     return (f"{len(specs)} episodes ({len(reducers)} reducers x {len(tasks)} task types x "
             f"{args.seeds} seeds), {len(specs) - todo} already recorded; policy {args.policy} "
             f"({model}); {chromium_build(args.chromium)}; about {todo * per / max(1, args.jobs) / 60:.0f} min; "
