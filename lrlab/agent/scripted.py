@@ -1,8 +1,11 @@
 """A scripted policy: hand-written rules that read the goal, the history and the page's labels.
 
-It knows a dozen MiniWoB++ goal phrasings (click a named button, tab, link or option, tick
-the named checkboxes, type given text into fields, log in, pick from a list...), finds the
-element its goal names *by its label in the observation* and reports the lines it read. It
+It knows the goal phrasings of 46 MiniWoB++ task types (:data:`lrlab.agent.live.TASKS`):
+here, click a named button, tab or option, tick the named checkboxes, type given text into
+fields, log in, pick from a list; in :mod:`lrlab.agent.scripted_forms` and
+:mod:`lrlab.agent.scripted_reading`, forms and widgets and answers computed from page text.
+One rule per phrasing family, none per seed. It finds the element its goal names *by its
+label in the observation* and reports the lines it read. It
 never guesses: when what it needs is not in the observation (a reducer dropped it), it stops.
 So on the full observation it must succeed (the loop's check), and under a reducer it
 succeeds exactly when the reducer kept what it reads.

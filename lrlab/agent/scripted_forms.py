@@ -1,5 +1,5 @@
 """The scripted policy's rules for forms and widgets: dates and times, lists, sections,
-ordinal fields, pop-ups, autocompletion, search results (registered into
+ordinal fields, pop-ups, autocompletion, spinners, menus, a paged contact book (registered into
 :data:`lrlab.agent.scripted.RULES` on import; module doc of :mod:`lrlab.agent.scripted`).
 
 Every rule finds what the goal names by its label or its position among the page's fields
@@ -16,7 +16,6 @@ observation lacks it.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 
 from lrlab.agent.scripted import (
     Missing,
@@ -50,10 +49,6 @@ def nth_of(ns: list[Node], role: str, k: int, kind: str) -> Node:
     if len(found) < k:
         raise Missing(f"fewer than {k} {kind}")
     return found[k - 1]
-
-
-def _clicked(history: Sequence[str]) -> set[str]:
-    return {m.group(1) for a in history if (m := re.match(r"click\('([^']*)'\)", a))}
 
 
 def under(ns: list[Node], parent: Node) -> list[Node]:
@@ -110,19 +105,6 @@ def expand_section(m, ns, history):
         return click_on(section)
     action, lines = submit_on(ns)
     return action, lines + [section.n]
-
-
-@rule(r'^Expand the sections below, to find and click on the link "(.*)"\.?$')
-def find_in_sections(m, ns, history):
-    links = [x for x in find_all(ns, "link", m.group(1))]
-    if links:
-        return click_on(links[0])
-    sections = [x for x in find_all(ns, "tab") if x.name.startswith("Section")]
-    seen = _clicked(history)
-    for x in sections:
-        if x.bid not in seen:
-            return click_on(x)[0], [s.n for s in sections]
-    raise Missing(f"no link {m.group(1)!r} in any section")
 
 
 @rule(
@@ -196,32 +178,6 @@ def autocomplete(m, ns, history):
             if label.startswith(start) and label.endswith(end):
                 return click_on(x)[0], [box.n, x.n] + [y.n for y in texts]
     raise Missing(f"no suggestion starting {start!r} and ending {end!r}")
-
-
-@rule(
-    r'^Use the textbox to enter "(.*)" and press "Search", then find and click the (\d+\w\w) '
-    r"search result\.?$"
-)
-def search_results(m, ns, history):
-    box = find_one(ns, "textbox")
-    if not fill_count(history):
-        return fill_in(box, m.group(1))
-    if not any(a.startswith("click(") for a in history):
-        return click_on(find_one(ns, "button", "Search"))
-    k = ordinal(m.group(2))
-    links = find_all(ns, "link")
-    pages = [x for x in links if x.name.isdigit()]
-    results = [x for x in links if not x.name.isdigit() and x.name not in ("<", ">")]
-    if not results:
-        raise Missing("no search results")
-    page = (k - 1) // len(results) + 1  # pages of equal length; the page shown is not marked
-    paged = sum(a.startswith("click(") for a in history) > 1  # a page link was clicked
-    if page == 1 or paged:
-        return click_on(results[(k - 1) % len(results)])[0], [x.n for x in results]
-    target = next((x for x in pages if int(x.name) == page), None)
-    if target is None:
-        raise Missing(f"no page {page} of results")
-    return click_on(target)[0], [x.n for x in results] + [target.n]
 
 
 @rule(r"^Select (-?\d+) with the spinner and hit Submit\.?$")
