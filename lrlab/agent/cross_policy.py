@@ -110,7 +110,7 @@ def cross_table(
     first_policy: Any = None,
 ) -> tuple[Any, Any]:
     """``(per_episode, table)``: the scripted policy's (or ``first_policy``'s) MFS coverage
-    beside ``second_policy``'s live success, per episode, and :func:`agreement`."""
+    beside ``second_policy``'s live success, per episode, and :func:`agreement_both`."""
     if first_policy is None:
         from lrlab.agent.scripted import ScriptedPolicy
 
@@ -118,4 +118,17 @@ def cross_table(
     cov = mfs_coverage(first_out, first_policy, reducers, tasks, seeds)
     suc = live_success(second_out, second_policy, reducers, tasks, seeds)
     merged = cov.merge(suc, on=["reducer", "task", "seed"])
-    return merged, agreement(merged)
+    return merged, agreement_both(merged)
+
+
+def agreement_both(merged: Any) -> Any:
+    """:func:`agreement` on every episode, and on the episodes the second policy can play at
+    all (it succeeds on them with ``full``): there, only what the reducer drops decides."""
+    import pandas as pd
+
+    ok = merged[(merged["reducer"] == "full") & (merged["success"] == 1.0)][["task", "seed"]]
+    able = merged.merge(ok, on=["task", "seed"])
+    parts = [agreement(merged).assign(episodes="all")]
+    if len(able):
+        parts.append(agreement(able).assign(episodes="second succeeds on full"))
+    return pd.concat(parts, ignore_index=True)
