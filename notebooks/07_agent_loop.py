@@ -70,6 +70,38 @@ _ = tables.save_table(scripted[cols], "live_scripted",
                   "Live MiniWoB++ episodes, scripted policy: success [95% over task types] "
                   "beside offline coverage of the steps each reducer's episodes played")  # fmt: skip
 
+# %% [markdown]
+# The same success, on each half of the fixed split of task types
+# (`data/live/task_split.json`, made before any retuning: `tuning` types may have been used
+# to fit rules and knobs, `heldout` types never were), each with its interval:
+
+# %%
+halves = live_report.halves_table(pd.read_csv(LIVE / "scripted" / "episodes.csv"))
+display(halves.round(3))
+_ = tables.save_table(halves, "live_scripted_halves",
+                  "Live success per reducer on the tuning and held-out halves of the task "
+                  "split, 95% over task types")  # fmt: skip
+
+# %% [markdown]
+# Two more tables of `benchmarks/bench_live.py --study`, each absent until its part has run:
+#
+# * **generalisation of the policy** (part 2): the `full` observation on seeds the policy was
+#   never developed on (the split's `heldout_seeds`), per half of the task split;
+# * **a second policy** (part 3): does what one agent needs predict another's success? The
+#   scripted policy's every-MFS coverage of its `full` steps (per reducer, offline) against
+#   the greedy policy's live success on the same episodes (`lrlab.agent.cross_policy`).
+
+# %%
+for name, caption in [
+    ("heldout", "Scripted policy, full observation, held-out seeds: success [95% over task types]"),
+    ("cross_greedy", "Scripted every-MFS coverage vs greedy live success: agreement [95% over "
+     "task types]"),
+]:  # fmt: skip
+    if (LIVE / "scripted" / f"{name}.csv").is_file():
+        found = pd.read_csv(LIVE / "scripted" / f"{name}.csv")
+        display(found.round(3))
+        _ = tables.save_table(found, f"live_{name}", caption)
+
 # %%
 fig = live_report.plot_success_vs_coverage(
     scripted, title="scripted policy on MiniWoB++ (Debian chromium)", coverage="episode_target"

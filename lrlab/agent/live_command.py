@@ -19,7 +19,15 @@ import json
 import sys
 from pathlib import Path
 
-from lrlab.agent.live import MAX_STEPS, REDUCERS, TASKS, done, plan_episodes
+from lrlab.agent.live import (
+    MAX_STEPS,
+    REDUCERS,
+    TASKS,
+    done,
+    plan_episodes,
+    task_types,
+    task_types_help,
+)
 from lrlib.eval.evaluation import add_user_files, resolve, specs_of
 from lrlib.paths import refuse_shipped, results_dir
 
@@ -62,9 +70,11 @@ def _choices(args: argparse.Namespace) -> tuple[list[str], list[str]]:
             f"unknown policy {args.policy!r}; valid policies: {', '.join(list_policies())}"
         )
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
-    bad = [t for t in tasks if t not in TASKS]
+    valid = task_types(args.policy)
+    bad = [t for t in tasks if t not in valid]
     if bad or not tasks:
-        raise ValueError(f"unknown task type(s) {bad}; valid: {', '.join(TASKS)}")
+        raise ValueError(f"unknown task type(s) {bad} for policy {args.policy}; valid: "
+                         f"{task_types_help(args.policy)}")  # fmt: skip
     if args.seeds < 1 or args.jobs < 1 or args.max_steps < 1:
         raise ValueError("--seeds, --jobs and --max-steps must be at least 1")
     return [spec.label for spec in specs_of(args)], tasks
@@ -91,13 +101,13 @@ def plan(args: argparse.Namespace) -> str:
         raise MissingExtra(f"lrlib live needs {', '.join(missing)}: pip install -e '.[live]'")
     specs = plan_episodes(reducers, tasks, range(args.seeds))
     todo = sum(done(_out(args), s, args.policy) is None for s in specs)
-    per = 3.0 if args.policy == "scripted" else 90.0  # seconds per episode measured here
-    if args.policy == "scripted":
-        model = "no model"
-    else:
-        from lrlab.agent.policies import get_policy
+    from lrlab.agent.policies import get_policy
+    from lrlab.agent.policy import LLMPolicy
 
-        model = f"{get_policy(args.policy).model}: CALLS A MODEL for every uncached step"
+    policy = get_policy(args.policy)
+    calls = isinstance(policy, LLMPolicy)
+    per = 90.0 if calls else 3.0  # seconds per episode measured here
+    model = f"{policy.model}: CALLS A MODEL for every uncached step" if calls else "no model"
     return (f"{len(specs)} episodes ({len(reducers)} reducers x {len(tasks)} task types x "
             f"{args.seeds} seeds), {len(specs) - todo} already recorded; policy {args.policy} "
             f"({model}); {chromium_build(args.chromium)}; about {todo * per / max(1, args.jobs) / 60:.0f} min; "

@@ -75,6 +75,33 @@ def success_table(episodes: Any) -> Any:
     return out[["reducer", "success", "success_lo", "success_hi", "n_episodes", "n_tasks"]]
 
 
+def halves_table(episodes: Any) -> Any:
+    """Success per reducer on each half of the fixed task split (:mod:`lrlab.agent.split`):
+    ``success_tuning``, ``success_heldout``, each with its 95% interval over task types and
+    its numbers of episodes and task types.
+
+    >>> import pandas as pd
+    >>> eps = pd.DataFrame({"reducer": ["full"] * 3, "task": ["click-test", "click-tab", "click-button"],
+    ...                     "seed": [0, 0, 0], "success": [True, False, True]})
+    >>> halves_table(eps)[["reducer", "success_tuning", "n_tasks_tuning", "success_heldout"]].values.tolist()
+    [['full', 0.5, 2, 1.0]]
+    """
+    from lrlab.agent.split import half_of
+
+    frame = episodes.assign(half=episodes["task"].map(half_of),
+                            success=episodes["success"].astype(float))  # fmt: skip
+    out = None
+    for half in ("tuning", "heldout"):
+        part = frame[frame["half"] == half]
+        if not len(part):
+            continue
+        t = success_table(part)
+        t.columns = [c if c == "reducer" else c.replace("success", f"success_{half}")
+                     if c.startswith("success") else f"{c}_{half}" for c in t.columns]  # fmt: skip
+        out = t if out is None else out.merge(t, on="reducer", how="outer")
+    return out
+
+
 @dataclass
 class LiveStep:
     """A step a reducer's live episode played: the recorded step (FULL tree, goal, history,
@@ -271,7 +298,7 @@ def summarise(
     tasks = list(dict.fromkeys(episodes["task"]))
     seeds = sorted(set(episodes["seed"]))
     reducers = list(dict.fromkeys(episodes["reducer"]))
-    table = success_table(episodes)
+    table = success_table(episodes).merge(halves_table(episodes), on="reducer", how="left")
     if policy == "scripted":  # free to ask: the same policy's actions and failure sets
         from lrlab.agent.scripted import ScriptedPolicy
 

@@ -70,7 +70,8 @@ def _steps(args: argparse.Namespace) -> list[Any]:
         raise ValueError("--sets must be at least 1 (1: the seeds' study's one set)")
     steps = load_steps(path=args.data or miniwob_path())
     known = sorted({str(s.family).removeprefix("miniwob.") for s in steps})
-    every = known if getattr(args, "env", "miniwob") == "docs" else TASKS
+    # default: every task type of a docs site; the scripted policy's types the data holds
+    every = known if getattr(args, "env", "miniwob") == "docs" else [t for t in TASKS if t in known]
     tasks = [t.strip() for t in (args.tasks or ",".join(every)).split(",") if t.strip()]
     bad = [t for t in tasks if t not in known]
     if bad:

@@ -105,9 +105,10 @@ def _free_port() -> int:
 
 class MiniWoB:
     """MiniWoB++ environments (module doc); a context manager that stops its server and
-    browsers on exit. ``base`` reuses a server already running (parallel workers)."""
+    browsers on exit. ``base`` reuses a server already running (parallel workers); at most
+    ``keep`` task types' browsers stay open (46 task types would otherwise hold 46)."""
 
-    def __init__(self, chromium: str | None = None, base: str | None = None) -> None:
+    def __init__(self, chromium: str | None = None, base: str | None = None, keep: int = 2) -> None:
         missing = missing_packages()
         if missing:
             raise MissingExtra(f"lrlib live needs {', '.join(missing)}: pip install -e '.[live]'")
@@ -123,6 +124,7 @@ class MiniWoB:
         bgenv.Chat = _Chat  # the module's public name; no second browser
         self.actions = HighLevelActionSet(subsets=["bid", "nav"], strict=False, multiaction=False)
         self._envs: dict[str, Any] = {}
+        self.keep = max(1, keep)
 
     def _serve(self) -> str:
         import miniwob
@@ -143,6 +145,9 @@ class MiniWoB:
         """The BrowserGym environment of MiniWoB++ task ``task`` (e.g. ``click-button``)."""
         if task not in self._envs:
             import gymnasium as gym
+
+            for old in list(self._envs)[: max(0, len(self._envs) - self.keep + 1)]:
+                self.close_env(old)  # one browser per task type open at most `keep` at once
 
             self._envs[task] = gym.make(
                 f"browsergym/miniwob.{task}",

@@ -1,13 +1,13 @@
 """The policy registry: a name -> a :class:`~lrlab.agent.policy.Policy`.
 
 >>> list_policies()
-['llm', 'scripted']
+['greedy', 'llm', 'scripted']
 >>> get_policy("scripted").name
 'scripted'
 >>> get_policy("nope")
 Traceback (most recent call last):
 ...
-KeyError: "unknown policy 'nope'; valid policies: llm, scripted"
+KeyError: "unknown policy 'nope'; valid policies: greedy, llm, scripted"
 """
 
 from __future__ import annotations
@@ -15,10 +15,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from lrlab.agent.greedy import GreedyPolicy
 from lrlab.agent.policy import LLMPolicy, Policy
 from lrlab.agent.scripted import ScriptedPolicy
 
-POLICIES: dict[str, Callable[..., Policy]] = {"llm": LLMPolicy, "scripted": ScriptedPolicy}
+POLICIES: dict[str, Callable[..., Policy]] = {
+    "greedy": GreedyPolicy,
+    "llm": LLMPolicy,
+    "scripted": ScriptedPolicy,
+}
 
 
 def list_policies() -> list[str]:
