@@ -23,6 +23,7 @@ from typing import Any
 from lrlab.agent.live import MAX_STEPS, EpisodeSpec, done, run_episode
 from lrlab.agent.policy import NOOP, Decision, LLMPolicy, Policy, numbered
 from lrlab.docsite.policy import DocsScriptedPolicy
+from lrlib.core.axtree import NUMBER_FORMAT
 
 POLICIES = ("llm", "scripted")
 
@@ -94,7 +95,7 @@ class DocsLLMPolicy(LLMPolicy):
     ) -> Decision:
         done_ = "\n".join(history) if history else "(none)"
         pairs = numbered(text, numbers)
-        tree = "\n".join(f"{n}: {line}" for n, line in pairs)
+        tree = "\n".join(NUMBER_FORMAT.format(n=n) + line for n, line in pairs)
         msgs = [{"role": "system", "content": SYSTEM},
                 {"role": "user", "content": f"# Goal\n{goal}\n\n# Actions so far\n{done_}\n\n# Page\n{tree}"}]  # fmt: skip
         start = time.perf_counter()
