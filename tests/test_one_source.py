@@ -8,6 +8,7 @@ import argparse
 import re
 import socket
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -172,13 +173,16 @@ def test_cli_evaluate_offline_skips_and_counts(no_network, monkeypatch, tmp_path
     assert "lineretriever:prompt=neutral: 0 of 2 steps evaluated, 2 skipped" in out
 
 
-@pytest.mark.parametrize("command", ["live", "mfs"])
+@pytest.mark.parametrize("command", ["live", "live-docs", "mfs"])
 def test_cli_llm_policy_offline_fails_in_one_line(no_network, tmp_path, capsys, command):
     from lrlab.agent.live import TASKS
 
-    argv = [command, "--policy", "llm", "--out", str(tmp_path / "out")]
+    argv = [command.removesuffix("-docs"), "--policy", "llm", "--out", str(tmp_path / "out")]
     if command == "live":
         argv += ["--tasks", TASKS[0], "--seeds", "1", "--reducers", "full"]
+    elif command == "live-docs":
+        site = Path(__file__).parent / "fixtures" / "docsite"
+        argv += ["--env", "docs", "--site", str(site), "--reducers", "full"]
     else:
         argv += ["--limit", "1"]
     assert main(argv) == 2

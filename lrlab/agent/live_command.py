@@ -90,6 +90,8 @@ def plan(args: argparse.Namespace) -> str:
     if getattr(args, "env", "miniwob") == "docs":
         from lrlab.docsite.command import plan as docs_plan
 
+        if args.policy == "llm":  # the docs llm policy asks the same client as MiniWoB's
+            _live_policy_allowed(args.policy)
         return docs_plan(args)
     from lrlab.agent.miniwob import MissingExtra, chromium_build, missing_packages
 
