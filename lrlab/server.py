@@ -65,7 +65,8 @@ def _default_threads() -> int | None:
 
 def candidate_threads() -> list[int]:
     """The thread counts a server start tries when none is set: one, and every core (at
-    most 8).
+    most 8). Reading the prompt (prefill) and writing the answer (decode) get their own
+    count, each the faster measured.
 
     llama.cpp's threads wait for each other at every layer: on a busy 2-core machine two
     threads ran 20x slower than one (1.4 vs 28 generated tokens/s), on an idle one nearly
@@ -94,7 +95,8 @@ def speed_file() -> Path:
 
 def measured_speed() -> dict[str, Any] | None:
     """The last measured speed of the embedded model on this machine (prefill and decode
-    tokens/s, threads, when), or None if never measured; nothing is started.
+    tokens/s, their threads: ``batch_threads`` and ``threads``, when, seconds of a typical
+    answer), or None if never measured; nothing is started.
 
     >>> s = measured_speed()
     >>> s is None or {"prefill_tps", "decode_tps", "threads"} <= set(s)
@@ -105,7 +107,7 @@ def measured_speed() -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     ok = isinstance(found, dict) and found.get("model") == GGUF_NAME
-    if not ok or found.get("cpus") != os.cpu_count():
+    if not ok or found.get("cpus") != os.cpu_count() or "batch_threads" not in found:
         return None
     return {**found, "answer_s": round(seconds_per_answer(found), 1)}
 
@@ -169,6 +171,7 @@ class EmbeddedServer:
         self.api_key = api_key or secrets.token_urlsafe(24)  # never logged or repr'd
         self.context, self.parallel = context, max(1, parallel)
         self.threads = threads or _default_threads()  # None: measured at start
+        self.batch_threads = self.threads  # of the prefill (the prompt read in batches)
         self.speed: dict[str, Any] | None = None  # measured prefill/decode tokens/s
         self.verbose, self.ready_timeout = verbose, ready_timeout
         self.model_path = Path(model_path) if model_path else None
@@ -208,7 +211,7 @@ class EmbeddedServer:
             return self
         last = measured_speed()
         if last and time.time() - float(last.get("at", 0)) < SPEED_MAX_AGE_S:
-            self._launch(int(last["threads"]), started)
+            self._launch(int(last["threads"]), started, int(last["batch_threads"]))
             self.speed = last
             return self
         trials: dict[int, dict[str, float]] = {}
@@ -227,13 +230,16 @@ class EmbeddedServer:
             )
         if not trials:
             raise TimeoutError("the embedded model answered no speed probe within 300 s")
-        best = min(trials, key=lambda t: seconds_per_answer(trials[t]))
+        prefill = max(trials, key=lambda t: trials[t]["prefill_tps"])
+        decode = max(trials, key=lambda t: trials[t]["decode_tps"])
         self.speed = {
-            **trials[best], "threads": best, "at": round(time.time()), "model": GGUF_NAME,
-            "cpus": os.cpu_count(), "trials": {str(t): v for t, v in trials.items()},
+            "prefill_tps": trials[prefill]["prefill_tps"], "batch_threads": prefill,
+            "decode_tps": trials[decode]["decode_tps"], "threads": decode,
+            "at": round(time.time()), "model": GGUF_NAME, "cpus": os.cpu_count(),
+            "trials": {str(t): v for t, v in trials.items()},
         }  # fmt: skip
         self._save_speed()
-        self._launch(best, started)
+        self._launch(decode, started, prefill)
         return self
 
     def _save_speed(self) -> None:
@@ -245,8 +251,9 @@ class EmbeddedServer:
         except OSError:
             pass  # the next start measures again
 
-    def _launch(self, threads: int, started: float) -> None:
-        """Start xllamacpp's server with ``threads`` threads; wait until it is ready."""
+    def _launch(self, threads: int, started: float, batch_threads: int | None = None) -> None:
+        """Start xllamacpp's server with ``threads`` threads (``batch_threads`` for the
+        prompt, default the same); wait until it is ready."""
         with self._lock:
             try:
                 import xllamacpp
@@ -263,10 +270,12 @@ class EmbeddedServer:
             params.n_parallel = self.parallel
             params.n_ctx = self.context * self.parallel  # the server splits it across slots
             params.cpuparams.n_threads = threads
-            params.cpuparams_batch.n_threads = threads
+            params.cpuparams_batch.n_threads = batch_threads or threads
             params.verbosity = 3 if self.verbose else 0
-            self.threads = threads
+            self.threads, self.batch_threads = threads, batch_threads or threads
             label = f"{threads} thread{'s' if threads > 1 else ''}"
+            if self.batch_threads != threads:
+                label += f", {self.batch_threads} for the prompt"
             self._say(f"starting {MODEL_ID.split('.')[0]} on {self.host}:{port} ({label}) ...")
             self._server = xllamacpp.Server(params)  # loads the model
             self._address = str(self._server.listening_address).rstrip("/")

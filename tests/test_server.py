@@ -149,8 +149,8 @@ def test_serve_command_prints_the_url_and_stops_on_sigterm():
 
 def test_threads_are_measured_the_fastest_kept_and_the_measure_reused(tmp_path, monkeypatch):
     """No thread count set: a start measures each candidate with the server's own timings,
-    keeps the fastest for a typical answer, writes the measure; the next start within the
-    hour reuses it (no probe), and the plan line of `lrlib run` reports it."""
+    keeps the fastest for the prompt and the fastest for the answer, writes the measure;
+    the next start within the hour reuses it (no probe); `lrlib run`'s plan line reports it."""
     import argparse
 
     from lrlab import server as srv
@@ -167,18 +167,25 @@ def test_threads_are_measured_the_fastest_kept_and_the_measure_reused(tmp_path, 
     trials = {int(t): v for t, v in speed["trials"].items()}
     assert sorted(trials) == srv.candidate_threads() and len(probes) == len(trials)
     assert all(v["prefill_tps"] > 0 and v["decode_tps"] > 0 for v in trials.values())
-    fastest = min(trials, key=lambda t: srv.seconds_per_answer(trials[t]))
-    assert server.threads == speed["threads"] == fastest
+    prefill = max(trials, key=lambda t: trials[t]["prefill_tps"])  # each its fastest
+    decode = max(trials, key=lambda t: trials[t]["decode_tps"])
+    assert (server.batch_threads, server.threads) == (prefill, decode)
+    assert (speed["batch_threads"], speed["threads"]) == (prefill, decode)
     kept = srv.measured_speed()
-    assert kept["threads"] == fastest and kept["answer_s"] == round(
-        srv.seconds_per_answer(trials[fastest]), 1
-    )
+    best = {
+        "prefill_tps": trials[prefill]["prefill_tps"],
+        "decode_tps": trials[decode]["decode_tps"],
+    }
+    assert kept["answer_s"] == round(srv.seconds_per_answer(best), 1)
     with EmbeddedServer(context=1024, parallel=1) as again:
-        assert again.threads == fastest and again.speed["at"] == speed["at"]
+        assert (again.batch_threads, again.threads) == (prefill, decode)
+        assert again.speed["at"] == speed["at"]
     assert len(probes) == len(trials)  # reused, not measured again
     parser = argparse.ArgumentParser()
     run.add_arguments(parser)
     line = run.plan(parser.parse_args(["--default-steps", "--limit", "2", "--refresh"]))
-    assert f"prefill {trials[fastest]['prefill_tps']:.0f} tokens/s" in line, line
-    assert f"decoding {trials[fastest]['decode_tps']:.1f} tokens/s" in line, line
-    assert re.search(rf"{fastest} threads?, measured here \d+ s ago", line), line
+    assert re.search(
+        rf"prefill {best['prefill_tps']:.0f} tokens/s \({prefill} threads?\), decoding "
+        rf"{best['decode_tps']:.1f} tokens/s \({decode} threads?\), measured here \d+ s ago",
+        line,
+    ), line

@@ -375,13 +375,17 @@ def model_time(client: Any, answers: int) -> str:
                 f"(~{EMBEDDED_SECONDS_PER_ANSWER} s an answer on 2 idle cores; its speed here "
                 "is measured when it starts)"
             )
-        threads = f"{speed['threads']} thread{'s' if speed['threads'] > 1 else ''}"
         return (
             f"~{duration(answers * speed['answer_s'])} (~{speed['answer_s']:.0f} s an answer: "
-            f"prefill {speed['prefill_tps']:.0f} tokens/s, decoding {speed['decode_tps']:.1f} "
-            f"tokens/s, {threads}, measured here {_ago(speed.get('at'))})"
+            f"prefill {speed['prefill_tps']:.0f} tokens/s ({_threads(speed['batch_threads'])}), "
+            f"decoding {speed['decode_tps']:.1f} tokens/s ({_threads(speed['threads'])}), "
+            f"measured here {_ago(speed.get('at'))})"
         )
     return "in the endpoint's time"
+
+
+def _threads(n: int) -> str:
+    return f"{n} thread{'s' if n > 1 else ''}"
 
 
 def _ago(at: Any) -> str:
