@@ -35,7 +35,7 @@ format: venv
 # pytest-xdist: one worker per core (TEST_WORKERS=1 for one at a time; groups: tests/conftest.py)
 TEST_WORKERS ?= auto
 test: lint browser
-	$(BIN)/python -m pytest -n $(TEST_WORKERS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 # the browser test (tests/test_browser.py) drives JupyterLab with Debian's chromium. apt-get
 # waits up to APT_LOCK_WAIT s for another install's lock; afterwards the message says what

@@ -15,8 +15,9 @@ FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parents[1]
 
 
-# `make test` runs the suite on every core (pytest-xdist, `-n auto --dist loadgroup`). Tests
-# of one xdist group run on one worker, one after the other:
+# `make test` runs the suite on every core (pytest-xdist, `-n auto --dist loadgroup`; a plain
+# `pytest -n 2` gets loadgroup too, below). Tests of one xdist group run on one worker, one
+# after the other:
 # - "heavy": the modules that drive Debian's chromium or the embedded llama.cpp model; two at
 #   once would fight for the same two cores and miss their limits (the explorer's 1 s, page
 #   and model timeouts), and would start two llama servers;
@@ -36,6 +37,13 @@ def _xdist_group(module: object) -> str | None:
     except (OSError, TypeError):
         return None
     return name if _MODULE_FIXTURE.search(source) else None
+
+
+def pytest_configure(config):
+    """`pytest -n N` alone distributes with "load", which ignores the groups: use loadgroup
+    (the same for tests in no group)."""
+    if getattr(config.option, "dist", "no") == "load":
+        config.option.dist = "loadgroup"
 
 
 def pytest_collection_modifyitems(config, items):
