@@ -223,13 +223,13 @@ class EmbeddedServer:
             prefill, decode = _probe(self.address, self.api_key, timeout=limit)
             limit = max(10.0, 3 * (time.monotonic() - probe))
             self.stop()
-            if prefill and decode:
-                trials[threads] = {"prefill_tps": round(prefill, 1), "decode_tps": round(decode, 1)}
+            # a trial cut off by the limit keeps 0 tokens/s: it lost
+            trials[threads] = {"prefill_tps": round(prefill, 1), "decode_tps": round(decode, 1)}
             self._say(
                 f"  {threads} thread{'s' if threads > 1 else ''}: prefill {prefill:.0f} tokens/s, "
                 f"decode {decode:.1f} tokens/s"
             )
-        if not trials:
+        if not any(t["prefill_tps"] and t["decode_tps"] for t in trials.values()):
             raise TimeoutError("the embedded model answered no speed probe within 300 s")
         prefill = max(trials, key=lambda t: trials[t]["prefill_tps"])
         decode = max(trials, key=lambda t: trials[t]["decode_tps"])
