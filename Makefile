@@ -32,8 +32,13 @@ format: venv
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
+# pytest-xdist: one worker per core (TEST_WORKERS=1 for one at a time; groups: tests/conftest.py);
+# then the JupyterLab-in-chromium test alone, as before: it times each control's change (<= 1 s),
+# which a second worker busy on the same two cores made miss (3-5 s under load)
+TEST_WORKERS ?= auto
 test: lint browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --ignore=tests/test_browser.py
+	$(BIN)/python -m pytest tests/test_browser.py
 
 # the browser test (tests/test_browser.py) drives JupyterLab with Debian's chromium. apt-get
 # waits up to APT_LOCK_WAIT s for another install's lock; afterwards the message says what

@@ -1,4 +1,5 @@
-"""LLM layer speed: concurrency against a slow endpoint, and a cache-hit rerun of the dataset.
+"""LLM layer speed: concurrency against a slow endpoint, a cache-hit rerun of the dataset,
+and the embedded model against its own limit.
 
 1. A local OpenAI-compatible test server (a real HTTP server) that takes 200 ms per call:
    the same requests sequentially and 8 at a time. Target: 8-way >= 6x faster.
@@ -6,14 +7,26 @@
    first pass against the test server fills a temporary cache; the timed rerun is
    ``offline=True`` (no endpoint at all), in-process and as the ``lrlib run`` command.
    Target: < 5 s.
+3. ``--embedded``: ``lrlib run --default-steps --limit N --refresh`` on the embedded
+   SmolLM2 (answers into a temporary cache; ``--checkout`` runs another checkout's code,
+   e.g. main, for a before/after on one machine): wall time and median seconds per answer.
+   Then the same requests, one at a time, to a server with the threads that run chose,
+   against the model's own limit on this machine: llama.cpp's ``/completion`` on a prompt
+   of the same length, no prompt cache, with the same threads; prefill and decode tokens/s
+   from the server's own ``timings``. Target: the pipeline's prefill within 1.5x of the
+   limit.
 
     .venv/bin/python benchmarks/bench_llm.py
+    .venv/bin/python benchmarks/bench_llm.py --embedded 2 [--checkout ../main]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
+import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -66,7 +79,105 @@ def timed_calls(url: str, concurrency: int) -> float:
     return elapsed
 
 
+def _timings(server, body: dict, path: str = "/v1/chat/completions") -> dict:
+    """The llama.cpp server's own ``timings`` (and usage) of one request."""
+    import urllib.request
+
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {server.api_key}"}
+    req = urllib.request.Request(server.address + path, json.dumps(body).encode(), headers)
+    with urllib.request.urlopen(req, timeout=1800) as resp:
+        out = json.loads(resp.read())
+    return {**out["timings"], "usage": out.get("usage")}
+
+
+def embedded(limit: int, checkout: Path, against_limit: bool = True) -> list[tuple[str, str]]:
+    """Section 3 of the docstring: the embedded model, the pipeline against its limit."""
+    import pandas as pd
+
+    from lrlab.server import MODEL_ID, EmbeddedServer, measured_speed
+    from lrlib.report.run import DEFAULT_CONFIG, default_steps
+
+    rows = [("load average (1 min) before", f"{os.getloadavg()[0]:.1f}")]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "run.csv"
+        cmd = [sys.executable, "-m", "lrlib", "run", "--default-steps", "--limit", str(limit)]
+        cmd += ["--refresh", "--no-progress", "--cache-dir", str(Path(tmp) / "llm"), "-o", str(out)]
+        env = {
+            k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "OPENAI_API_KEY")
+        }
+        env["LRLIB_OFFLINE"] = "0"
+        import resource
+
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        done = subprocess.run(cmd, cwd=checkout, env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        if done.returncode:
+            raise SystemExit(f"lrlib run failed:\n{done.stdout}\n{done.stderr}")
+        frame = pd.read_csv(out)
+    plan = next(
+        (ln for ln in done.stderr.splitlines() + done.stdout.splitlines() if "answers from" in ln),
+        "",
+    )
+    lat = frame["llm_latency_s"].tolist()
+    rows += [
+        (f"`lrlib run --default-steps --limit {limit} --refresh` ({checkout.name}), wall", f"{wall:.1f} s"),
+        ("its plan line", plan.strip()),
+        ("seconds per answer (each)", ", ".join(f"{x:.1f}" for x in lat)),
+        ("**median seconds per answer**", f"**{statistics.median(lat):.1f}**"),
+        ("CPU seconds of the whole command (load-independent), per answer", f"{cpu:.1f}, {cpu / len(lat):.1f}"),
+        ("prompt / completion tokens (each)", ", ".join(
+            f"{p}/{c}" for p, c in zip(frame["prompt_tokens"], frame["completion_tokens"], strict=True))),
+    ]  # fmt: skip
+    if not against_limit:
+        return rows
+    speed = measured_speed()
+    threads = int(speed["threads"]) if speed else None
+    retriever_steps = default_steps(limit)
+    from lrlib.reducers.lineretriever import LineRetriever
+
+    r = LineRetriever(DEFAULT_CONFIG.replace(answer="json"), cache=False)
+    with EmbeddedServer(parallel=1, threads=threads) as server:
+        pipe, limit_pp, limit_tg = [], [], []
+        for step in retriever_steps:
+            req = r.request(step)
+            body = {"model": MODEL_ID, "messages": list(req.messages), **req.params}
+            t = _timings(server, body)
+            pipe.append(
+                (t["prompt_n"], t["prompt_per_second"], t["predicted_n"], t["predicted_per_second"])
+            )
+            text = "\n".join(m["content"] for m in req.messages)  # same length, no template
+            raw = _timings(server, {"prompt": text, "n_predict": 64, "ignore_eos": True,
+                                    "cache_prompt": False, "temperature": 0}, "/completion")  # fmt: skip
+            limit_pp.append(raw["prompt_per_second"])
+            limit_tg.append(raw["predicted_per_second"])
+        used = server.threads
+    pp = statistics.median(p[1] for p in pipe)
+    rows += [
+        (f"same requests one at a time, {used} thread(s): prompt tokens", ", ".join(str(p[0]) for p in pipe)),
+        ("pipeline prefill tokens/s (server timings, median)", f"{pp:.1f}"),
+        ("pipeline decode tokens/s (median)", f"{statistics.median(p[3] for p in pipe):.1f}"),
+        ("model's own limit: prefill tokens/s (same length, no cache)", f"{statistics.median(limit_pp):.1f}"),
+        ("model's own limit: decode tokens/s (64 tokens)", f"{statistics.median(limit_tg):.1f}"),
+        ("**limit / pipeline prefill** (target <= 1.5)", f"**{statistics.median(limit_pp) / pp:.2f}**"),
+        ("measured threads (lrlib's speed file)", json.dumps(speed.get("trials")) if speed else "none"),
+        ("load average (1 min) after", f"{os.getloadavg()[0]:.1f}"),
+    ]  # fmt: skip
+    return rows
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--embedded", type=int, default=0, metavar="N",
+                        help="only section 3, with N default steps")  # fmt: skip
+    parser.add_argument("--checkout", type=Path, default=Path(__file__).resolve().parents[1])
+    parser.add_argument("--no-limit", action="store_true", help="section 3: the run only")
+    args = parser.parse_args()
+    if args.embedded:
+        _print(embedded(args.embedded, args.checkout, not args.no_limit))
+        return
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     server = HTTPServer(threaded=True)
     server.start()
@@ -111,6 +222,10 @@ def main() -> None:
         ]
     finally:
         server.stop()
+    _print(rows)
+
+
+def _print(rows: list[tuple[str, str]]) -> None:
     print("| measure | value |\n|---|---:|")
     for name, value in rows:
         print(f"| {name} | {value} |")

@@ -13,6 +13,7 @@ REDUCER_MODULES = tuple(
 )
 LOCAL_SERVER = "lrlab.server:shared_server"
 LOCAL_SLOTS = "lrlab.server:shared_parallel"
+LOCAL_SPEED = "lrlab.server:measured_speed"
 EVALUATE_BACKEND = "lrlab.scale.evaluate_backend"
 COMMANDS = {
     "import-weblinx": (

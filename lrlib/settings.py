@@ -203,7 +203,7 @@ class Settings:
     server_threads: int | None = _var(
         "LRLIB_SERVER_THREADS",
         None,
-        "all cores but one, at most 8",
+        "measured: 1 or every core (at most 8), the faster",
         "threads of the embedded llama.cpp server",
         False,
         "speed",

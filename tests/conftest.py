@@ -2,14 +2,56 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parents[1]
+
+
+# `make test` runs the suite on every core (pytest-xdist, `-n auto --dist loadgroup`; a plain
+# `pytest -n 2` gets loadgroup too, below). Tests of one xdist group run on one worker, one
+# after the other:
+# - "heavy": the modules that drive Debian's chromium or the embedded llama.cpp model; two at
+#   once would fight for the same two cores and miss their limits (the explorer's 1 s, page
+#   and model timeouts), and would start two llama servers;
+# - a module that builds a fixture of module scope: its tests share one worker, so the
+#   fixture (a live run, a JupyterLab, a trained model...) is built once, as without xdist.
+HEAVY_MODULES = {"test_browser", "test_agent_live", "test_server"}
+_MODULE_FIXTURE = re.compile(r"fixture\(\s*scope=[\"'](module|package)[\"']")
+
+
+@functools.cache
+def _xdist_group(module: object) -> str | None:
+    name = getattr(module, "__name__", "").rpartition(".")[2]
+    if name in HEAVY_MODULES:
+        return "heavy"
+    try:
+        source = inspect.getsource(module)
+    except (OSError, TypeError):
+        return None
+    return name if _MODULE_FIXTURE.search(source) else None
+
+
+def pytest_configure(config):
+    """`pytest -n N` alone distributes with "load", which ignores the groups: use loadgroup
+    (the same for tests in no group)."""
+    if getattr(config.option, "dist", "no") == "load":
+        config.option.dist = "loadgroup"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Put each test in its xdist group (above); without pytest-xdist the marks do nothing."""
+    for item in items:
+        group = _xdist_group(getattr(item, "module", None))
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def _traces_dir() -> Path:

@@ -230,3 +230,35 @@ def test_reduction_boxplot_and_curves_carry_intervals(figs):
         )
         tradeoffs.coverage_vs_reduction(points, name="cvr")
     assert drawn, "no error bars drawn"
+
+
+@pytest.mark.slow
+def test_notebooks_run_side_by_side_with_progress_and_eta(tmp_path, monkeypatch, capsys):
+    """`lrlib figures --jobs 2`: two notebooks at once, a kernel each, one progress line per
+    notebook with the time left, results in notebook order, each executed .ipynb written,
+    and the times kept for the next run's order and estimate."""
+    import json
+
+    monkeypatch.setenv("LRLIB_WORK_DIR", str(tmp_path / "work"))
+    folder = tmp_path / "nb"
+    folder.mkdir()
+    for name in ("10_a", "11_b"):
+        (folder / f"{name}.py").write_text(
+            f"# %%\nimport os, time\ntime.sleep(2)\nprint('{name}', os.getpid())\n"
+        )
+    out = plots.run_all(folder=folder, jobs=2, timeout=120)
+    assert [r.name for r in out] == ["10_a", "11_b"] and all(r.error is None for r in out)
+    text = capsys.readouterr().out
+    assert "2 notebooks, 2 at a time" in text and "[1/2]" in text and "s left" in text
+    assert "[2/2]" in text
+    pids = set()
+    for name in ("10_a", "11_b"):
+        nb = json.loads((folder / f"{name}.ipynb").read_text())
+        printed = "".join(nb["cells"][0]["outputs"][0]["text"])
+        assert printed.startswith(name)
+        pids.add(printed.split()[1])
+    assert len(pids) == 2  # a kernel each
+    times = json.loads((tmp_path / "work" / "figures-times.json").read_text())["full"]
+    assert set(times) == {"10_a", "11_b"} and all(t >= 2 for t in times.values())
+    plots.run_all(folder=folder, jobs=2, timeout=120, write=False)
+    assert "s left" in capsys.readouterr().out  # estimated from the saved times

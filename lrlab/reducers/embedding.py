@@ -109,7 +109,12 @@ class EmbeddingRetriever(Reducer):
         missing = len(steps) - sum(self.cached_steps(steps))
         if not missing:
             return None
-        return f"computes e5 vectors live (not in the pack): ~{missing * 2.4 / 60:.0f} min"
+        from lrlib.report.run import duration
+
+        return (
+            f"computes e5 vectors for the {missing} of {len(steps)} steps missing from the "
+            f"vector pack, ~{duration(missing * 2.4)}"
+        )
 
     def select(self, step: Step) -> Output:
         tree = step.axtree

@@ -112,8 +112,14 @@ def plan(args: argparse.Namespace) -> str:
         else f"in {jobs} {'Ray workers' if backend == 'ray' else 'processes'}, by episode"
     )  # fmt: skip
     line = f"{len(_specs(args))} reducers x {n} steps of {where} of {_path(args).name}, {how}"
-    if args.split != "validation" and any(s.startswith("embedding") for s in _specs(args)):
-        line += f"; 'embedding' computes e5 vectors live (not in the pack): ~{n * 2.4 / 60:.0f} min"
+    specs = list(_specs(args))
+    embedding = [s for s in specs if s.startswith("embedding")]
+    if args.split != "validation" and embedding:
+        others = ";".join(s for s in specs if s not in embedding)
+        line += (
+            f"; '{embedding[0]}' computes e5 vectors live for the steps not in the vector pack: "
+            f"up to ~{n * 2.4 / 60:.0f} min (to skip it: --reducers '{others}')"
+        )
     return line
 
 

@@ -160,12 +160,14 @@ def plan(args: argparse.Namespace) -> str:
             continue
         parts.append(
             f"{label} asks the model {client.model} ({client.endpoint.kind}) live for {new} "
-            f"uncached steps, {model_time(client, new)}; {cached} replay from the cache"
+            f"uncached steps, {model_time(client, new)}; {cached} replay from the cache "
+            f"(to skip the model: LRLIB_OFFLINE=1, or {label}:offline=True)"
         )
     for label, reducer in table.items():
         work = getattr(reducer, "live_work", None)  # what a reducer computes without a model
         if label not in _cached(args) and callable(work) and (note := work(steps)):
-            parts.append(f"{label!r} {note}")
+            others = ";".join(x for x in table if x != label)
+            parts.append(f"{label!r} {note} (to skip it: --reducers '{others}')")
     return "; ".join(parts) + (" and their knob sweeps" if args.curves else "")
 
 

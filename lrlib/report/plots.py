@@ -27,6 +27,7 @@ is configured.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import time
 from collections.abc import Sequence
@@ -406,20 +407,75 @@ def run_all(
     write: bool = True,
     timeout: int = 1200,
     folder: Path | None = None,
+    jobs: int = 1,
 ) -> list[Executed]:
-    """Execute the notebooks in order (those whose name starts with one of ``only``, if
-    given); with ``write`` rewrite each paired ``.ipynb``. Prints one line per notebook."""
-    results = []
-    for source in notebook_sources(folder):
-        if only and not any(source.stem.startswith(o) for o in only):
-            continue
+    """Execute the notebooks (those whose name starts with one of ``only``, if given),
+    ``jobs`` at a time (each in its own kernel; they do not read each other's outputs),
+    the slowest of the last run first; with ``write`` rewrite each paired ``.ipynb``.
+    Prints one line per notebook as it finishes, with the time left (from the last run's
+    times). Returns them in notebook order."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    sources = [
+        s for s in notebook_sources(folder) if not only or any(s.stem.startswith(o) for o in only)
+    ]
+    last = _last_times(quick)
+    expected = {s.stem: last.get(s.stem, 0.0) for s in sources}
+    order = sorted(sources, key=lambda s: -expected[s.stem])  # longest first: shortest makespan
+    jobs = max(1, min(jobs, len(sources) or 1))
+    mode = " (quick)" if quick else ""
+    print(f"executing {len(sources)} notebooks{mode}, {jobs} at a time ...", flush=True)
+    start, done = time.perf_counter(), {}
+
+    def one(source: Path) -> Executed:
+        print(f"  {source.stem} started", flush=True)
         target = source.with_suffix(".ipynb") if write else None
-        print(f"executing {source.name}{' (quick)' if quick else ''} ...", flush=True)
-        done = execute(source, quick=quick, write=target, timeout=timeout)
-        status = "ok" if done.error is None else f"FAILED: {done.error}"
-        print(f"  {done.name}: {done.seconds:.1f} s, {status}", flush=True)
-        results.append(done)
-    return results
+        return execute(source, quick=quick, write=target, timeout=timeout)
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for future in as_completed([pool.submit(one, source) for source in order]):
+            result = future.result()
+            done[result.name] = result
+            status = "ok" if result.error is None else f"FAILED: {result.error}"
+            mean = sum(r.seconds for r in done.values()) / len(done)  # for never-timed ones
+            left = sum(t or mean for n, t in expected.items() if n not in done) / jobs
+            eta = f", ~{left:.0f} s left" if len(done) < len(sources) else ""
+            print(
+                f"  [{len(done)}/{len(sources)}] {result.name}: {result.seconds:.1f} s, {status} "
+                f"({time.perf_counter() - start:.0f} s elapsed{eta})",
+                flush=True,
+            )
+    _save_times(quick, {**last, **{n: r.seconds for n, r in done.items() if r.error is None}})
+    return [done[s.stem] for s in sources]
+
+
+def _times_file() -> Path:
+    return paths.work_dir() / "figures-times.json"
+
+
+def _last_times(quick: bool) -> dict[str, float]:
+    """Seconds per notebook of the last run in this mode (none yet: empty)."""
+    import json
+
+    try:
+        return dict(json.loads(_times_file().read_text())["quick" if quick else "full"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
+def _save_times(quick: bool, times: dict[str, float]) -> None:
+    import json
+
+    try:
+        saved = json.loads(_times_file().read_text())
+    except (OSError, ValueError):
+        saved = {}
+    saved["quick" if quick else "full"] = {k: round(v, 1) for k, v in times.items()}
+    try:
+        with paths.atomic_write(_times_file()) as f:
+            f.write(json.dumps(saved, indent=1).encode())
+    except OSError:
+        pass  # only the next run's order and time estimate need it
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -443,6 +499,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--write", action="store_true", help="rewrite the .ipynb files even in quick mode"
     )
     parser.add_argument("--timeout", type=int, default=1200, help="seconds per cell")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=min(2, os.cpu_count() or 1),
+        help="notebooks executed at the same time (default: 2, or 1 on one core)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -450,7 +512,9 @@ def run(args: argparse.Namespace) -> int:
     quick = args.quick or settings.current().quick
     write = args.write or not (args.no_write or quick)
     start = time.perf_counter()
-    results = run_all(quick=quick, only=args.only, write=write, timeout=args.timeout)
+    results = run_all(
+        quick=quick, only=args.only, write=write, timeout=args.timeout, jobs=args.jobs
+    )
     total = time.perf_counter() - start
     print("\n| notebook | seconds | status |\n|---|---:|---|")
     for r in results:

@@ -363,26 +363,54 @@ def plan(args: argparse.Namespace) -> str:
     if not new:
         return line + f": all {cached} cached, replayed at once; no model is asked"
     line += f": {cached} cached (replayed at once), {new} to ask the model"
-    return f"{line}, {model_time(client, new)}"
+    skip = "--offline (cached answers only)" + (", or no --refresh" if args.refresh else "")
+    return f"{line}, {model_time(client, new)}; to skip the model: {skip}"
 
 
 def model_time(client: Any, answers: int) -> str:
-    """How long ``answers`` new answers from ``client``'s model take, in words: an estimate
-    for the embedded model on this machine, the endpoint's own time otherwise.
+    """How long ``answers`` new answers from ``client``'s model take, in words: for the
+    embedded model, from its speed measured on this machine (prefill and decoding tokens/s,
+    :func:`lrlib.plugins.local_speed`) or, before the first measurement, a typical figure;
+    the endpoint's own time otherwise.
 
     >>> from lrlib.llm.client import LLMClient
-    >>> model_time(LLMClient(cache=False), 4)
-    '~3 min on 2 idle cores (~45 s an answer; longer on a busy machine)'
+    >>> "s an answer" in model_time(LLMClient(cache=False), 4)
+    True
     """
     endpoint = client.endpoint
     if endpoint.kind == "embedded" and endpoint.base_url is None:
-        # the server's slots share the cores: answers take turns
-        total = duration(answers * EMBEDDED_SECONDS_PER_ANSWER)
+        from lrlib import plugins
+
+        speed = plugins.local_speed()
+        if not speed:  # the server's slots share the cores: answers take turns
+            return (
+                f"~{duration(answers * EMBEDDED_SECONDS_PER_ANSWER)} "
+                f"(~{EMBEDDED_SECONDS_PER_ANSWER} s an answer on 2 idle cores; its speed here "
+                "is measured when it starts)"
+            )
         return (
-            f"~{total} on 2 idle cores (~{EMBEDDED_SECONDS_PER_ANSWER} s an answer; longer on a "
-            "busy machine)"
+            f"~{duration(answers * speed['answer_s'])} (~{speed['answer_s']:.0f} s an answer: "
+            f"prefill {speed['prefill_tps']:.0f} tokens/s ({_threads(speed['batch_threads'])}), "
+            f"decoding {speed['decode_tps']:.1f} tokens/s ({_threads(speed['threads'])}), "
+            f"measured here {_ago(speed.get('at'))})"
         )
     return "in the endpoint's time"
+
+
+def _threads(n: int) -> str:
+    return f"{n} thread{'s' if n > 1 else ''}"
+
+
+def _ago(at: Any) -> str:
+    """``"5 min ago"`` for an epoch time.
+
+    >>> import time
+    >>> _ago(time.time() - 300)
+    '5 min ago'
+    """
+    import time
+
+    return f"{duration(max(0.0, time.time() - float(at or 0)))} ago"
 
 
 def duration(seconds: float) -> str:
