@@ -216,12 +216,12 @@ class EmbeddedServer:
             self.speed = last
             return self
         trials: dict[int, dict[str, float]] = {}
-        limit = 300.0  # a later trial three times slower than the first has lost already
+        limit = 300.0
         for threads in candidate_threads():
             self._launch(threads, started)
-            probe = time.monotonic()
             prefill, decode = _probe(self.address, self.api_key, timeout=limit)
-            limit = max(10.0, 3 * (time.monotonic() - probe))
+            # a probe cut off before its answer left the server unable to stop (a hung
+            # `del` at load 30): every trial gets the full limit, and only a dead one is cut
             self.stop()
             # a trial cut off by the limit keeps 0 tokens/s: it lost
             trials[threads] = {"prefill_tps": round(prefill, 1), "decode_tps": round(decode, 1)}
