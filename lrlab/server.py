@@ -123,11 +123,13 @@ def seconds_per_answer(speed: dict[str, Any], prompt: int = TYPICAL_PROMPT,
     return prompt / float(speed["prefill_tps"]) + answer / float(speed["decode_tps"])
 
 
-def _probe(address: str, key: str, timeout: float = 300.0) -> tuple[float, float]:
+def _probe(
+    address: str, key: str, timeout: float = 300.0, tokens: int = PROBE_TOKENS
+) -> tuple[float, float]:
     """Prefill and decode tokens/s of the server at ``address``, from its own timings
-    (llama.cpp's ``/completion``: a fresh prompt, no cache); (0, 0) when it takes longer
-    than ``timeout`` seconds."""
-    words = " ".join(f"line {i}: button 'Item {i}'" for i in range(PROBE_TOKENS // 8))
+    (llama.cpp's ``/completion``: a fresh prompt of about ``tokens`` tokens, no cache);
+    (0, 0) when it takes longer than ``timeout`` seconds."""
+    words = " ".join(f"row {i} button 'Item {i}'" for i in range(tokens // 8))
     body = {
         "prompt": words,
         "n_predict": PROBE_DECODE,
@@ -219,7 +221,9 @@ class EmbeddedServer:
         limit = 300.0
         for threads in candidate_threads():
             self._launch(threads, started)
-            prefill, decode = _probe(self.address, self.api_key, timeout=limit)
+            # a slot of a small context holds a shorter probe (and its answer)
+            tokens = min(PROBE_TOKENS, self.context // 2)
+            prefill, decode = _probe(self.address, self.api_key, timeout=limit, tokens=tokens)
             # a probe cut off before its answer left the server unable to stop (a hung
             # `del` at load 30): every trial gets the full limit, and only a dead one is cut
             self.stop()

@@ -182,6 +182,8 @@ def test_threads_are_measured_the_fastest_kept_and_the_measure_reused(tmp_path, 
         assert (again.batch_threads, again.threads) == (prefill, decode)
         assert again.speed["at"] == speed["at"]
     assert len(probes) == len(trials)  # reused, not measured again
+    monkeypatch.setenv("LRLIB_OFFLINE", "0")  # the embedded model may be asked (the one rule)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     parser = argparse.ArgumentParser()
     run.add_arguments(parser)
     line = run.plan(parser.parse_args(["--default-steps", "--limit", "2", "--refresh"]))
