@@ -69,8 +69,9 @@ class MissingExtra(LookupError):
     """The live extra is not installed (a user error: the message says what to install)."""
 
 
-class _Chat:
-    """Stands in for BrowserGym's chat window: the messages, no browser."""
+class ChatRecord:
+    """Stands in for BrowserGym's chat window: the messages, no browser (MiniWoB's and the
+    documentation sites' environments both use it)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.messages: list[dict[str, Any]] = []
@@ -121,7 +122,7 @@ class MiniWoB:
         import browsergym.miniwob  # noqa: F401  (registers the tasks)
         from browsergym.core.action.highlevel import HighLevelActionSet
 
-        bgenv.Chat = _Chat  # the module's public name; no second browser
+        bgenv.Chat = ChatRecord  # the module's public name; no second browser
         self.actions = HighLevelActionSet(subsets=["bid", "nav"], strict=False, multiaction=False)
         self._envs: dict[str, Any] = {}
         self.keep = max(1, keep)

@@ -23,7 +23,7 @@ import warnings
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from lrlab.agent.miniwob import MiniWoB
+from lrlab.agent.miniwob import ChatRecord, MiniWoB
 from lrlab.docsite.site import Server, Site, norm
 from lrlab.docsite.tasks import FAMILIES, SEED, Task, load_tasks
 
@@ -39,26 +39,6 @@ WHOLE_PAGE = """document.addEventListener("DOMContentLoaded", () => {
   s.textContent = "* { content-visibility: visible !important; }";
   document.head.appendChild(s);
 });"""
-
-
-class ChatRecord:
-    """BrowserGym's chat window without its browser: the messages, kept in a list."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.messages: list[dict[str, Any]] = []
-        self.recording_start_time = None
-
-    def add_message(self, role: str, msg: str) -> None:
-        """Record one message (BrowserGym's interface)."""
-        import time
-
-        self.messages.append({"role": role, "message": msg, "timestamp": time.time()})
-
-    def close(self) -> None:
-        """Nothing to close."""
-
-    def wait_for_user_message(self) -> None:
-        """No user here: return at once."""
 
 
 def page_path(url: str, base: str) -> str:
