@@ -22,6 +22,25 @@ from typing import BinaryIO
 
 from lrlib.settings import current
 
+__all__ = [
+    "PACKAGE_DIR",
+    "REPO_DIR",
+    "data_dir",
+    "shipped_data_dir",
+    "is_shipped",
+    "refuse_shipped",
+    "portable",
+    "miniwob_path",
+    "figures_dir",
+    "cache_dir",
+    "shipped_cache_dir",
+    "user_cache_dir",
+    "results_dir",
+    "work_dir",
+    "notebooks_dir",
+    "atomic_write",
+]
+
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_DIR = PACKAGE_DIR.parent
 

@@ -31,6 +31,19 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+__all__ = [
+    "SettingsError",
+    "Settings",
+    "VARIABLES",
+    "current",
+    "offline_reason",
+    "offline",
+    "override",
+    "export_env",
+    "child_env",
+    "table",
+]
+
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 

@@ -13,14 +13,15 @@
 # the numbered tree, the retriever prompt, the model's answer and the reduced tree, with
 # token counts at each stage. Answers are replayed from the response cache in `data/cache/`
 # (no network, no model run); the README says how to point lrlib at your own endpoint.
+#
+# **Runs with** the core install and Jupyter (`pip install -e '.[notebooks]'`): no other extra.
 
 # %%
 from IPython.display import Markdown
 
 import lrlib
-from lrlib import settings
+from lrlib import count_tokens, settings
 from lrlib.core.pruning import render
-from lrlib.core.tokens import count_tokens
 from lrlib.report import plots, replay
 from lrlib.report.run import default_steps
 

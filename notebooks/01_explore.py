@@ -24,6 +24,8 @@
 # that prune (a menu that does not apply is greyed out; hover it to see why). Previous /
 # next step: the buttons, or from the keyboard: click the handle of the `step #` slider,
 # then ← / → (elsewhere JupyterLab keeps the arrow keys for moving between cells).
+#
+# **Runs with** the core install and Jupyter (`pip install -e '.[notebooks]'`): no other extra.
 
 # %%
 from functools import partial

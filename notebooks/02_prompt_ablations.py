@@ -18,6 +18,8 @@
 # configuration without any model. The other measures need the model's answers: they are
 # replayed from the cache, and configurations without cached answers are counted and
 # skipped (configure an endpoint to fill them in; answers are cached as they come).
+#
+# **Runs with** the core install and Jupyter (`pip install -e '.[notebooks]'`): no other extra.
 
 # %%
 from lrlib import settings

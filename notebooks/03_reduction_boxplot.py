@@ -16,12 +16,14 @@
 # model that produced them is named in every title. With the embedded
 # SmolLM2-135M-Instruct, a 135M-parameter model, the selections show the *pipeline* working,
 # not the paper's quality: the paper used far larger retrievers.
+#
+# **Runs with** the core install and Jupyter (`pip install -e '.[notebooks]'`): no other extra.
 
 # %%
 import pandas as pd
 
+import lrlib
 from lrlib import settings
-from lrlib.data import dataset as data
 from lrlib.eval import evaluation
 from lrlib.report import plots, replay, tables
 from lrlib.report.run import default_steps
@@ -77,7 +79,7 @@ fig3_png = plots.reduction_boxplot(
 # spread, not a trend.
 
 # %%
-steps = data.load_steps(split=SPLIT, limit=N_STEPS)
+steps = lrlib.load_steps(split=SPLIT, limit=N_STEPS)
 frame, notes = replay.evaluate_cached(BASELINES, steps)  # embeddings: cached ones only
 print("\n".join(notes) or "every reducer evaluated on every step")
 tables.interval_table(frame)  # 95% intervals (bootstrap over episodes), n = steps/episodes

@@ -23,6 +23,8 @@
 #
 # Prices come from `data/prices.csv`, a small dated table you can edit (list prices per
 # million tokens, with the date and source of each).
+#
+# **Runs with** the core install and Jupyter (`pip install -e '.[notebooks]'`): no other extra.
 
 # %%
 from IPython.display import display
@@ -31,7 +33,6 @@ import lrlib
 from lrlab.report import tradeoffs
 from lrlib import settings
 from lrlib.core.prompts import PromptOptions
-from lrlib.data import dataset as data
 from lrlib.eval import costs
 from lrlib.report import plots, replay
 from lrlib.report.run import default_steps
@@ -68,10 +69,10 @@ display(prices)
 # needs no model, so it is computed for every step.
 
 # %%
-steps = data.load_steps(limit=N_STEPS)
+steps = lrlib.load_steps(limit=N_STEPS)
 options = PromptOptions(think=THINK, view=VIEW, answer=ANSWER)
 frame = costs.retriever_prompt_tokens(steps, prompt=PROMPT, options=options).merge(
-    data.load_observations()[["step_id", "benchmark", "n_tokens"]], on="step_id"
+    lrlib.load_observations()[["step_id", "benchmark", "n_tokens"]], on="step_id"
 )
 frame = frame.rename(columns={"n_tokens": "tokens_before"})
 frame["prompt_over_tree"] = frame["retriever_prompt_tokens"] / frame["tokens_before"]

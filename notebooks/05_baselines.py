@@ -28,15 +28,17 @@
 # and **test** (six whole task families never used for tuning: knowledge base, a dashboard
 # L2 task, two unseen catalogue items, two WebArena report tasks). The difference between
 # them is the **generalisation gap**.
+#
+# **Runs with** the core install and Jupyter (`pip install -e '.[notebooks]'`): no other extra.
 
 # %%
 import pandas as pd
 from IPython.display import display
 
+import lrlib
 from lrlab.report import forest, tradeoffs
 from lrlab.tuning import crossval, learned_cv
 from lrlib import paths, settings
-from lrlib.data import dataset as data
 from lrlib.eval import costs, evaluation, intervals
 from lrlib.report import plots, replay, tables
 from lrlib.report.run import default_steps
@@ -82,7 +84,7 @@ CURVES = ["truncate", "embedding", "bm25", "bm25:unit=chunks", "program", "learn
 # ## Every reducer on validation and test
 
 # %%
-steps = [s for split in SPLITS for s in data.load_steps(split=split, limit=N_STEPS)]
+steps = [s for split in SPLITS for s in lrlib.load_steps(split=split, limit=N_STEPS)]
 frame, notes = replay.evaluate_cached(REDUCERS, steps)  # embeddings: cached vectors only
 print("\n".join(notes) or f"every reducer evaluated on every step ({len(steps)} steps)")
 lr_runs = {
@@ -138,7 +140,7 @@ bench_png = forest.interval_forest(
     bench_summary, hue="benchmark / split", model=model, name="generalisation_benchmarks",
     title="Every reducer per benchmark and split (95% CI, bootstrap over episodes)",
 )  # fmt: skip
-webarena, notes = replay.evaluate_cached(REDUCERS, data.load_steps(benchmark="webarena"))
+webarena, notes = replay.evaluate_cached(REDUCERS, lrlib.load_steps(benchmark="webarena"))
 display(
     tables.interval_report(
         webarena,
@@ -157,7 +159,7 @@ display(
 # on the *other* half's task types). Embedding rows appear only where vectors are cached.
 
 # %%
-ood_steps = data.load_steps(path=paths.miniwob_path())
+ood_steps = lrlib.load_steps(path=paths.miniwob_path())
 check = [s for s in ood_steps if crossval.miniwob_half(s.family) == "check"][:N_STEPS]
 ood_frame, notes = replay.evaluate_cached(REDUCERS, check)
 print("\n".join(notes) or f"every reducer on every check step ({len(check)} steps)")

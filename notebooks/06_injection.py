@@ -35,16 +35,18 @@
 # **wide**, the 114 steps of the former validation split with a target, for the reducers
 # that need no model; and **realistic**, the 15 core steps each attacked once the way a
 # real pop-up injection looks (below).
+#
+# **Runs with** the core install and Jupyter (`pip install -e '.[notebooks]'`): no other extra.
 
 # %%
 import pandas as pd
 from IPython.display import display
 
+import lrlib
 from lrlab.injection import inject, injection_eval, injection_sets, sanitize_cost
 from lrlab.report import tradeoffs
 from lrlib import settings
 from lrlib.core import sanitize
-from lrlib.data import dataset as data
 from lrlib.reducers import get_reducer
 from lrlib.report import plots, replay, tables
 
@@ -69,7 +71,7 @@ COLUMNS = ["reducer", "n_steps", "injected_lines", "survival", "steps_any", "kep
 # One attack as the retriever and the agent see it:
 
 # %%
-steps = data.load_steps()  # every split: the pinned ids say which steps
+steps = lrlib.load_steps()  # every split: the pinned ids say which steps
 items = injection_sets.pinned_set("core", steps=steps)[:N_SHOWN]
 n_lines = sum(len(it.injected) for it in items)
 print(f"{len(items)} attacked steps (core set), {n_lines} injected lines, seed {SEED}")

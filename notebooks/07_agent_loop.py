@@ -21,6 +21,8 @@
 #
 # This notebook reads the shipped results of `benchmarks/bench_live.py` (`data/live/`) and
 # the minimal failure sets of `lrlib mfs`; it runs no browser and no model.
+#
+# **Runs with** the core install and Jupyter (`pip install -e '.[notebooks]'`): no other extra.
 
 # %%
 import pandas as pd

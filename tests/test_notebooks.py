@@ -4,6 +4,7 @@ their .py and .ipynb halves agree. Policy: notebooks/README.md."""
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import os
 import re
@@ -152,6 +153,55 @@ def test_notebooks_are_thin(source):
                 )
 
 
+def _module(name: str):
+    """The module ``name``, or None when it is not one."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_notebooks_use_only_public_names(source):
+    """A notebook imports only what lrlib (or a public module of the wing) exports: a module
+    is public when it declares ``__all__``, a name when it is in its module's ``__all__``
+    (``lrlib.__all__`` for ``lrlib`` itself); so does every ``module.name`` it reads."""
+    code = "\n".join(
+        line
+        for cell in _code_cells(plots.read_source(source))
+        for line in cell.splitlines()
+        if not line.lstrip().startswith(("%", "!"))
+    )
+    tree = ast.parse(code)
+    bound: dict[str, object] = {}  # a name of the notebook -> the public module it holds
+    wrong = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in ("lrlib", "lrlab"):
+                    mod = _module(alias.name)
+                    if alias.name != "lrlib" and not hasattr(mod, "__all__"):
+                        wrong.append(f"import {alias.name} (no __all__: not a public module)")
+                    bound[alias.asname or alias.name] = mod
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in (
+            "lrlib",
+            "lrlab",
+        ):
+            parent = _module(node.module)
+            for alias in node.names:
+                sub = _module(f"{node.module}.{alias.name}")
+                if sub is not None and hasattr(sub, "__all__"):
+                    bound[alias.asname or alias.name] = sub
+                elif alias.name not in getattr(parent, "__all__", ()):
+                    wrong.append(f"from {node.module} import {alias.name}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            mod = bound.get(node.value.id)
+            if mod is not None and node.attr not in (*mod.__all__, "__version__"):
+                wrong.append(f"{node.value.id}.{node.attr} ({mod.__name__}.__all__ lacks it)")
+    assert not wrong, f"{source.stem} uses names no public module exports: {sorted(set(wrong))}"
+
+
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
 def test_committed_notebooks_are_executed_top_to_bottom(source):
     """Policy: the .ipynb is committed as `make figures` executed it, in order, with no
@@ -177,11 +227,61 @@ def test_committed_notebooks_are_executed_top_to_bottom(source):
     assert nb.metadata.get("kernelspec", {}).get("name") == plots.KERNEL
 
 
+RUNS_WITH = re.compile(r"^\*\*Runs with\*\* .*", re.M)
+_BLOCKER = """import sys
+
+class _Blocked:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in {blocked!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}} (an extra this notebook "
+                                      "does not name)", name=name)
+
+sys.meta_path.insert(0, _Blocked())
+"""
+
+
+def _modules_of_extras(skip: set[str]) -> set[str]:
+    """The top-level modules of the distributions the project's extras add (besides
+    ``skip``), read from the installed project's metadata."""
+    from importlib.metadata import packages_distributions, requires
+
+    core, extra = set(), set()
+    for req in requires("lrlib"):
+        name = re.match(r"[A-Za-z0-9_.-]+", req).group().lower().replace("_", "-")
+        which = re.search(r"extra == ['\"]([\w-]+)['\"]", req)
+        if which is None:
+            core.add(name)
+        elif which.group(1) not in skip:
+            extra.add(name)
+    return {
+        module
+        for module, dists in packages_distributions().items()
+        if {d.lower().replace("_", "-") for d in dists} & (extra - core)
+    }
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_each_notebook_says_what_it_runs_with(source):
+    """One line in the introduction names the install it needs (the core, or which extra)."""
+    intro = next(c.source for c in plots.read_source(source).cells if c.cell_type == "markdown")
+    lines = RUNS_WITH.findall(intro)
+    assert len(lines) == 1, f"{source.stem}: its introduction needs one '**Runs with** ...' line"
+    assert "pip install -e '." in lines[0], f"{source.stem}: say the install command"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
 def test_notebook_runs_in_quick_mode(source, tmp_path, monkeypatch):
     """Each notebook runs top to bottom in quick mode, offline, with no API key, writing its
-    figures into a temporary folder (the committed figures stay untouched)."""
+    figures into a temporary folder (the committed figures stay untouched), with only the
+    extras its '**Runs with**' line names importable."""
+    intro = next(c.source for c in plots.read_source(source).cells if c.cell_type == "markdown")
+    named = set(re.findall(r"\.\[([\w,-]+)\]", RUNS_WITH.search(intro).group()))
+    blocked = _modules_of_extras({x for group in named for x in group.split(",")})
+    assert {"sklearn", "xllamacpp", "browsergym"} <= blocked or named - {"notebooks"}
+    (tmp_path / "blocker").mkdir()
+    (tmp_path / "blocker" / "sitecustomize.py").write_text(_BLOCKER.format(blocked=blocked))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "blocker"))
     monkeypatch.setenv("LRLIB_FIGURES_DIR", str(tmp_path))
     monkeypatch.setenv("LRLIB_OFFLINE", "1")
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "LRLIB_MODEL", "OPENAI_MODEL"):

@@ -44,6 +44,23 @@ from dataclasses import asdict, dataclass, replace
 from lrlib.core.axtree import AxTree
 from lrlib.core.step import Step
 
+__all__ = [
+    "EVIL_HOST",
+    "EVIL_URL",
+    "ATTACKS",
+    "LEGACY",
+    "REALISTIC",
+    "HELDOUT",
+    "PAYLOAD_HOST",
+    "PAYLOAD_URL",
+    "COOKIE_TEXT",
+    "SPANS",
+    "POSITIONS",
+    "Placement",
+    "InjectedStep",
+    "inject",
+]
+
 EVIL_HOST = "verify-account.example"  # RFC 2606: .example never resolves
 EVIL_URL = f"https://{EVIL_HOST}/continue"
 

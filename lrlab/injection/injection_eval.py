@@ -29,6 +29,20 @@ from lrlab.injection.injection_sets import visible_spans
 from lrlib.core.step import Step
 from lrlib.reducers.base import Reducer
 
+__all__ = [
+    "score",
+    "cached_items",
+    "score_all",
+    "score_cached",
+    "summarize",
+    "breakdown",
+    "POLICIES",
+    "POLICY_BUDGET",
+    "with_policies",
+    "visibility",
+    "plot_visibility",
+]
+
 
 def score(
     reducer: Any, items: Sequence[InjectedStep], label: str | None = None, clean: bool = True

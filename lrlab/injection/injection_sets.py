@@ -25,6 +25,17 @@ from lrlab.injection.inject import (
 )
 from lrlib.core.step import Step
 
+__all__ = [
+    "plan",
+    "build_set",
+    "MARKS",
+    "visible_spans",
+    "pinned_ids",
+    "pinned_set",
+    "realistic_set",
+    "heldout_set",
+]
+
 
 def plan(
     n_steps: int,

@@ -7,6 +7,10 @@ from typing import Any
 
 from lrlib.core.sanitize import sanitize_step
 
+__all__ = [
+    "coverage_cost",
+]
+
 
 def _kept(result: Any) -> tuple[list[int], list[int]]:
     return result.kept, result.stubs

@@ -24,6 +24,25 @@ from typing import Any
 from lrlib.core.axtree import AxTree
 from lrlib.core.step import Step
 
+__all__ = [
+    "TREE",
+    "LINE",
+    "TARGET",
+    "NUMBER",
+    "PAIR",
+    "HEAD",
+    "COLUMN",
+    "LINEAR",
+    "tree_html",
+    "reduced_html",
+    "summary",
+    "side_by_side",
+    "applies",
+    "explorer",
+    "natural",
+    "Switch",
+]
+
 # inline styles (a notebook's CSS is dropped until it is trusted)
 TREE = (
     "font:11px/1.35 monospace;white-space:pre-wrap;overflow-wrap:anywhere;overflow:auto;"

@@ -25,6 +25,12 @@ from lrlib.report.plots import PALETTE, needs_model, require_model
 if TYPE_CHECKING:
     import pandas as pd
 
+__all__ = [
+    "MEASURES",
+    "hue_order",
+    "interval_forest",
+]
+
 MEASURES = (
     ("evidence", "evidence coverage (%)"),
     ("coverage", "target coverage (%)"),

@@ -15,6 +15,15 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+__all__ = [
+    "breakeven_plot",
+    "COVERAGE_MEASURES",
+    "coverage_vs_reduction",
+    "curve_points",
+    "injection_survival",
+]
+
+
 def breakeven_plot(
     costs: pd.DataFrame,
     agent: str,

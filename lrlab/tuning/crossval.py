@@ -40,6 +40,17 @@ if TYPE_CHECKING:
     from lrlib.core.step import Step
 
 
+__all__ = [
+    "Fold",
+    "group_folds",
+    "miniwob_half",
+    "group_kfold",
+    "SCHEMES",
+    "folds",
+    "cross_validate",
+]
+
+
 @dataclass(frozen=True)
 class Fold:
     """One fold: its name (the held-out group) and row indices (into the given rows)."""

@@ -43,6 +43,26 @@ from lrlib.reducers.base import get_reducer, lines_output
 if TYPE_CHECKING:
     import pandas as pd
 
+__all__ = [
+    "KNOB_KEYS",
+    "RESCUE",
+    "MIN_REDUCTION",
+    "N_BOOT",
+    "TIE",
+    "MEASURES",
+    "MEASURE",
+    "Summary",
+    "ranking",
+    "summarise",
+    "fast_results",
+    "choose_knobs",
+    "out_of_fold",
+    "nested_cv",
+    "step_results",
+    "curve",
+    "learned_cv_report",
+]
+
 KNOB_KEYS = KNOBS  # budget, overhead, floor, rescue
 RESCUE = 1  # carriers taken first: a fixed prior (learned.Learned), not chosen by CV
 # median token reduction each benchmark must keep for a knob setting to be eligible: the

@@ -26,6 +26,17 @@ from typing import Any, Literal
 from lrlib.core.axtree import AxTree, parse
 from lrlib.core.pruning import render
 
+__all__ = [
+    "TEMPLATE_VERSION",
+    "PromptOptions",
+    "PromptVariant",
+    "UnknownPromptError",
+    "register_prompt",
+    "get_prompt",
+    "list_prompts",
+    "BUILTIN",
+]
+
 TEMPLATE_VERSION = "1"
 
 

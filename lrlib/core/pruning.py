@@ -47,6 +47,28 @@ from typing import Literal
 from lrlib.core.axtree import LINE_HEADS, NUMBER_FORMAT, AxTree, number_lines, parse
 from lrlib.core.selection import Selection
 
+__all__ = [
+    "Strategy",
+    "STRATEGIES",
+    "MARKER",
+    "AGENTLAB_MARKER",
+    "AGENTLAB_REMOVED",
+    "Pruned",
+    "prune",
+    "View",
+    "register_view",
+    "get_view",
+    "list_views",
+    "render",
+    "attach_hidden",
+    "NOISE_ATTRIBUTES",
+    "LAYOUT_ROLES",
+    "PARENT_NAME_CHARS",
+    "LEAF_NAME_CHARS",
+    "INSTRUCTION_LIKE",
+    "compact_lines",
+]
+
 Strategy = Literal[
     "remove", "structure", "bid", "bid+role", "remove-agentlab", "bid-agentlab", "bid+role-agentlab"
 ]

@@ -26,6 +26,16 @@ import dataclasses
 import re
 from typing import Any
 
+__all__ = [
+    "TAG_NAMES",
+    "CONTROL_TAG",
+    "neutralise",
+    "sanitize_tree",
+    "sanitize_step",
+    "sanitize_reduction",
+    "counts",
+]
+
 # tag names models read as control: reasoning, answers, actions, chat roles, tool calls
 TAG_NAMES = (
     "think", "thinking", "answer", "action", "observation", "reasoning", "tool_call",

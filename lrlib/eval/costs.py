@@ -37,6 +37,25 @@ from lrlib.settings import current
 if TYPE_CHECKING:
     import pandas as pd
 
+__all__ = [
+    "PRICE_COLUMNS",
+    "Price",
+    "prices_path",
+    "load_prices",
+    "get_price",
+    "paper_breakeven",
+    "CACHE_MIN_TOKENS",
+    "CACHE_INCREMENT",
+    "cacheable",
+    "retriever_prompt_tokens",
+    "step_costs",
+    "share_paying_off",
+    "scenario_table",
+    "pair_table",
+    "observation_cost",
+    "configuration_table",
+]
+
 PRICE_COLUMNS = ("model", "date", "input_usd_per_mtok", "cached_input_usd_per_mtok",
                  "output_usd_per_mtok", "source")  # fmt: skip
 

@@ -46,6 +46,28 @@ from lrlib.reducers import (
     listed_reducers,
 )
 
+__all__ = [
+    "CURVE_BOOT",
+    "META",
+    "all_reducers",
+    "parse_spec",
+    "ReducerSpec",
+    "parse_reducers",
+    "specs_of",
+    "resolve",
+    "as_steps",
+    "reducer_provenance",
+    "evaluate",
+    "sweep",
+    "curves",
+    "markdown_table",
+    "split_arg",
+    "count_arg",
+    "add_step_arguments",
+    "USER_FILES",
+    "add_user_files",
+]
+
 CURVE_BOOT = 1000  # bootstrap replicates per curve point (a curve has up to ten points)
 _CI_SUFFIXES = ("_lo", "_hi", "_n", "_episodes")
 META = ("episode", "benchmark", "task", "family", "step", "split", "episode_success",

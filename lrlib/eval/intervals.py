@@ -37,6 +37,24 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
+__all__ = [
+    "STATISTICS",
+    "N_BOOT",
+    "LEVEL",
+    "shared_replicates",
+    "mean_statistic",
+    "median_statistic",
+    "interval",
+    "finish",
+    "bootstrap",
+    "paired",
+    "fmt",
+    "MEASURES",
+    "summary",
+    "gap",
+    "paired_table",
+]
+
 STATISTICS = ("mean", "median")
 N_BOOT = 2000
 LEVEL = 0.95

@@ -41,6 +41,28 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
+__all__ = [
+    "CI_COLUMNS",
+    "TOKEN_EDGES",
+    "PALETTE",
+    "bin_tokens",
+    "needs_model",
+    "require_model",
+    "save",
+    "reduction_boxplot",
+    "metric_bars",
+    "tree_sizes",
+    "QUICK_ENV",
+    "KERNEL",
+    "notebook_sources",
+    "Executed",
+    "read_source",
+    "execute",
+    "run_all",
+    "add_arguments",
+    "run",
+]
+
 # the interval columns of a knob sweep (lrlib.eval.evaluation.sweep) that figures carry
 CI_COLUMNS = ("coverage_lo", "coverage_hi", "reduction_lo", "reduction_hi", "coverage_n")
 TOKEN_EDGES = (0, 1_000, 2_000, 2_500, 3_000, 4_000, 6_000, 8_000, 16_000)

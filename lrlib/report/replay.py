@@ -40,6 +40,28 @@ from lrlib.settings import offline_reason
 if TYPE_CHECKING:
     import pandas as pd
 
+__all__ = [
+    "THINK_MAX_TOKENS",
+    "NO_ANSWER",
+    "EMPTY_COLUMNS",
+    "offline",
+    "mode",
+    "model_name",
+    "describe",
+    "lineretriever",
+    "ready_steps",
+    "safe_reduce",
+    "evaluate_cached",
+    "curves_cached",
+    "RetrieverRun",
+    "run_lineretriever",
+    "token_summary",
+    "ablation_grid",
+    "prompt_token_table",
+    "Ablation",
+    "ablation",
+]
+
 THINK_MAX_TOKENS = 384  # room for a <think> block when an ablation turns thinking on
 NO_ANSWER = "offline:no_cached_answer"
 # the columns of a run with no answered step

@@ -35,6 +35,24 @@ from lrlib.llm.errors import CacheMissError
 from lrlib.reducers.base import Reduction
 from lrlib.reducers.lineretriever import LineRetriever, RetrieverConfig, each
 
+__all__ = [
+    "DEFAULT_ANSWERS",
+    "DEFAULT_SPLIT",
+    "DEFAULT_N_STEPS",
+    "TICK_SECONDS",
+    "default_steps",
+    "default_results",
+    "result_row",
+    "run_steps",
+    "write_table",
+    "add_arguments",
+    "EMBEDDED_SECONDS_PER_ANSWER",
+    "plan",
+    "model_time",
+    "duration",
+    "run",
+]
+
 # the answer modes whose answers of the embedded model ship (RetrieverConfig() is "json")
 DEFAULT_ANSWERS = ("tags", "json")
 DEFAULT_SPLIT = "validation"

@@ -19,6 +19,17 @@ from lrlib.report.plots import needs_model, require_model
 if TYPE_CHECKING:
     import pandas as pd
 
+__all__ = [
+    "MEASURES",
+    "TABLE1_COLUMNS",
+    "save_table",
+    "interval_table",
+    "reported_numbers",
+    "table1",
+    "interval_report",
+    "gap_report",
+]
+
 #: what the results tables bootstrap: intervals.MEASURES plus the planning horizons and the
 #: line-identity reading of evidence (columns a frame lacks are skipped)
 MEASURES = (
