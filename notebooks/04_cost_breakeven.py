@@ -33,7 +33,7 @@ import lrlib
 from lrlab.report import tradeoffs
 from lrlib import settings
 from lrlib.core.prompts import PromptOptions
-from lrlib.eval import costs
+from lrlib.eval import costs, intervals
 from lrlib.report import plots, replay
 from lrlib.report.run import default_steps
 
@@ -89,7 +89,7 @@ print(lr.note())
 out_tokens = OUTPUT_TOKENS or lr.median_output_tokens(default=FALLBACK_OUTPUT_TOKENS)
 source = "parameter" if OUTPUT_TOKENS else "measured median" if lr.n_answered else "fallback"
 print(f"retriever output tokens per call: {out_tokens:.0f} ({source})")
-measured = lr.frame[["step_id", "tokens_after"]]
+measured = lr.frame[["step_id", "episode", "tokens_after", "covered"]]
 per_step = costs.step_costs(
     frame.merge(measured, on="step_id", how="left"), agent, small, output_tokens=out_tokens
 )
@@ -118,11 +118,13 @@ costs.scenario_table(
 
 # %%
 done = per_step.dropna(subset=["alpha"])
+saves, kept = tradeoffs.measured_shares(per_step)  # 95% intervals over episodes
 print(
-    f"measured selections ({lr.model}, {len(done)} steps): saving money on "
-    f"{done['pays_off'].mean():.0%} of them (paper's rule: {done['pays_off_paper'].mean():.0%}); "
+    f"measured selections ({lr.model}): saving money on {intervals.fmt(saves, digits=0)} "
+    f"of the steps (paper's rule: {done['pays_off_paper'].mean():.0%}); "
     f"net saving ${done['saving'].sum():.4f} in total, "
-    f"${done['saving'].mean() if len(done) else 0:.5f} per step"
+    f"${done['saving'].mean() if len(done) else 0:.5f} per step; yet the target line is "
+    f"kept on {intervals.fmt(kept, digits=0) if kept else 'n/a'}: a saving, not a success"
 )
 
 # %% [markdown]

@@ -118,6 +118,46 @@ def test_coverage_curves_and_table(figs):
     assert points["label"].tolist() == ["top_k=5", "top_k=10", "top_k=20"]
     tradeoffs.coverage_vs_reduction(points)
     assert (figs["dir"] / "coverage_vs_reduction.pdf").is_file()
+    assert {"top_k=5", "top_k=20"} <= set(figs["texts"])  # a curve's ends are labelled
+
+
+def test_coverage_panels_keep_labels_inside_and_give_each_panel_its_own_n(figs):
+    """Knob labels at 100% coverage or near 100% reduction stay inside the panel, and a
+    single point's n is that panel's (steps with a target, steps with evidence)."""
+    import matplotlib.pyplot as plt
+
+    points = pd.DataFrame(
+        {
+            "reducer": ["learned", "learned", "program"],
+            "reduction": [0.5, 0.97, 0.8],
+            "coverage": [1.0, 0.6, 0.9],
+            "evidence": [1.0, 0.5, 0.7],
+            "label": ["budget=0.8", "budget=0.05", ""],
+            "coverage_n": [None, None, 91],
+            "evidence_n": [None, None, 57],
+        }
+    )
+    drawn = {}
+    real = plt.Figure.savefig
+
+    def keep(fig, *a, **k):
+        fig.canvas.draw()
+        drawn["boxes"] = [
+            (t.get_text(), ax.get_window_extent(), t.get_window_extent())
+            for ax in fig.axes
+            for t in ax.texts
+        ]
+        drawn["legend"] = [t.get_text() for t in fig.axes[-1].get_legend().get_texts()]
+        return real(fig, *a, **k)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(plt.Figure, "savefig", keep)
+        tradeoffs.coverage_vs_reduction(points, name="cvr_edges")
+    texts = [t for t, _, _ in drawn["boxes"]]
+    assert texts.count("budget=0.8") == 2 and {"n=91", "n=57"} <= set(texts)
+    for text, panel, box in drawn["boxes"]:
+        assert panel.x0 <= box.x0 and box.x1 <= panel.x1 and box.y1 <= panel.y1, text
+    assert not any("n=" in label for label in drawn["legend"])  # n is per panel, not shared
     frame = pd.DataFrame(
         {
             "reducer": ["lineretriever+structure", "lineretriever+structure", "full", "full"],

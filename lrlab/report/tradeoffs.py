@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lrlib.eval import intervals
 from lrlib.report import plots
 
 if TYPE_CHECKING:
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "breakeven_plot",
+    "measured_shares",
     "COVERAGE_MEASURES",
     "coverage_vs_reduction",
     "curve_points",
@@ -99,14 +101,21 @@ def breakeven_plot(
             label=f"paper's reported {reported_reduction:.0%} reduction",
         )
     if "alpha" in costs and costs["alpha"].notna().any():
-        share = float(costs.loc[costs["alpha"].notna(), "pays_off"].mean())
+        saves, kept = measured_shares(costs)
+        label = f"measured: {intervals.fmt(saves, digits=0)} of steps save (median alpha)"
+        if kept is not None:  # saving money is not keeping what the agent needs
+            label += f"\nbut the target is kept on {intervals.fmt(kept, digits=0)}"
         right.scatter(
-            [costs["alpha"].median()],
-            [share],
-            color="#edae49",
-            zorder=3,
-            label=f"measured: {share:.0%} of steps save (median alpha)",
+            [costs["alpha"].median()], [saves["estimate"]], color="#edae49", zorder=3, label=label
         )
+        if saves["lo"] == saves["lo"]:  # an interval could be drawn
+            right.errorbar(
+                [costs["alpha"].median()],
+                [saves["estimate"]],
+                yerr=[[saves["estimate"] - saves["lo"]], [saves["hi"] - saves["estimate"]]],
+                color="#edae49",
+                capsize=3,
+            )
     right.set_xlabel("kept fraction alpha")
     right.set_ylabel("share of steps where the retriever saves money")
     right.legend(fontsize=7, loc="lower left")
@@ -119,6 +128,27 @@ def breakeven_plot(
     )
     fig.tight_layout()
     return plots.save(fig, name)
+
+
+def measured_shares(costs: pd.DataFrame) -> tuple[dict, dict | None]:
+    """For the steps with a measured ``alpha``: the share that saves money and, when
+    ``costs`` has a ``covered`` column, the share whose target line was kept; each a 95%
+    bootstrap interval over episodes (over steps without an ``episode`` column).
+
+    >>> import pandas as pd
+    >>> c = pd.DataFrame({"alpha": [0.2, 0.3, None], "pays_off": [True, False, True],
+    ...                   "episode": ["a", "b", "c"]})
+    >>> saves, kept = measured_shares(c)
+    >>> saves["estimate"], saves["n_steps"], kept
+    (0.5, 2, None)
+    """
+    m = costs[costs["alpha"].notna()]
+    clusters = m["episode"] if "episode" in m else range(len(m))
+    saves = intervals.interval(m["pays_off"].astype(float), clusters)
+    kept = None
+    if "covered" in m and m["covered"].notna().any():
+        kept = intervals.interval(m["covered"].astype(float), clusters)
+    return saves, kept
 
 
 #: what a coverage-vs-reduction panel can show: column -> axis label
@@ -139,8 +169,8 @@ def coverage_vs_reduction(
     coverage - everything the recorded action needs is readable - beside target coverage):
     a curve per reducer with a knob (rows sorted by reduction), a point for the others.
     ``points`` needs ``reducer``, ``reduction`` and each measure's column (0-1; rows without
-    it are left out of that panel); an optional ``label`` column annotates points (e.g. the
-    knob value). With ``<measure>_lo``/``_hi`` and ``reduction_lo``/``_hi`` (as
+    it are left out of that panel); an optional ``label`` column annotates a curve's ends
+    (e.g. the knob value) and ``<measure>_n`` a single point (its steps in that panel). With ``<measure>_lo``/``_hi`` and ``reduction_lo``/``_hi`` (as
     :func:`curve_points` gives them) every point gets its 95% episode-bootstrap interval as
     error bars.
     """
@@ -182,16 +212,12 @@ def _panel(ax: Any, points: pd.DataFrame, model: str | None, measure: str) -> No
                 xerr=100 * _err(rows, "reduction"), yerr=100 * _err(rows, measure),
                 fmt="none", ecolor=color, elinewidth=0.8, alpha=0.5, capsize=1.5,
             )  # fmt: skip
-        if "label" in rows and len(rows) > 1:
-            for _, r in rows.iloc[[0, -1]].iterrows():
-                ax.annotate(
-                    str(r["label"]),
-                    (100 * r["reduction"], 100 * r[measure]),
-                    fontsize=6,
-                    color=color,
-                    xytext=(3, 3),
-                    textcoords="offset points",
-                )
+        ends = rows.iloc[[0, -1]] if "label" in rows and len(rows) > 1 else rows.iloc[:0]
+        for _, r in ends.iterrows():
+            _note(ax, str(r["label"]), 100 * r["reduction"], 100 * r[measure], color)
+        if len(rows) == 1 and f"{measure}_n" in rows and rows[f"{measure}_n"].notna().all():
+            r = rows.iloc[0]  # this panel's own n: steps with a target, or with evidence
+            _note(ax, f"n={int(r[f'{measure}_n'])}", 100 * r["reduction"], 100 * r[measure], color)
     if points.empty:  # e.g. a split without steps: say so
         ax.text(0.5, 0.5, "no results", ha="center", va="center", transform=ax.transAxes)
     ax.set_xlabel("median token reduction (%)")
@@ -199,6 +225,21 @@ def _panel(ax: Any, points: pd.DataFrame, model: str | None, measure: str) -> No
     ax.set_xlim(-2, 102)
     ax.set_ylim(-2, 102)
     ax.grid(alpha=0.3)
+
+
+def _note(ax: Any, text: str, x: float, y: float, color: str) -> None:
+    """A small label beside the point (x, y), turned inwards near the top and right edges so
+    it stays inside the panel."""
+    ax.annotate(
+        text,
+        (x, y),
+        fontsize=6,
+        color=color,
+        xytext=(-3 if x > 85 else 3, -8 if y > 92 else 3),
+        textcoords="offset points",
+        ha="right" if x > 85 else "left",
+        annotation_clip=True,
+    )
 
 
 def _err(rows: pd.DataFrame, col: str):
@@ -252,11 +293,13 @@ def curve_points(
         ci = summary(part).set_index("reducer") if len(part) else None
         for r in s.itertuples():
             row = {
-                "reducer": f"{r.reducer} (n={r.n_target})",
+                "reducer": r.reducer,  # n is each panel's own (coverage_n, evidence_n)
                 "reduction": r.median_reduction,
                 "coverage": r.coverage,
                 "evidence": getattr(r, "evidence_coverage", float("nan")),
                 "label": "",
+                "coverage_n": r.n_target,
+                "evidence_n": getattr(r, "n_evidence", float("nan")),
             }
             if ci is not None:
                 keep = (*plots.CI_COLUMNS, "evidence_lo", "evidence_hi", "evidence_n")
