@@ -171,6 +171,7 @@ def _page_count_from_the_memo(step: Step) -> None:
     its count with no memo (toktok or tiktoken on the whole text)."""
     texts = step.axtree.texts
     tokens.clear_line_memo()
+    page_costs.cache_clear()  # its own per-step memo: count this time
     whole = count_lines(texts)
     page_costs(step, "o200k_base")
     assert set(texts[:-1]) <= tokens._line_memo["o200k_base"].keys()  # the memo path

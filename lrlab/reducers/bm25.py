@@ -35,6 +35,7 @@ from itertools import chain, compress, repeat
 import numpy as np
 
 from lrlab.reducers.chunking import chunks_of, chunks_output, query_of
+from lrlab.reducers.memo import per_step
 from lrlib.core.step import Step
 from lrlib.reducers.base import Knob, Output, Reducer, lines_output, register_reducer
 
@@ -287,6 +288,28 @@ def bm25_scores(documents: Sequence[str], query: str) -> np.ndarray:
     return scores_from_counts(*line_term_counts(documents, words), order)
 
 
+@per_step
+def ranked(
+    step: Step, unit: str, size: int, overlap: int, encoding: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """``step``'s lines (``unit="lines"``) or token chunks, best first by BM25 score for
+    :func:`lrlab.reducers.chunking.query_of`, and their scores (computed once per step
+    whatever ``top_k``).
+
+    >>> s = Step(goal="cart", tree="[1] link 'Home'\\n[2] link 'Cart'")
+    >>> order, scores = ranked(s, "lines", 100, 10, "o200k_base")
+    >>> order.tolist(), bool(scores[1] > 0 == scores[0])
+    ([1, 0], True)
+    """
+    tree = step.axtree
+    if unit == "lines":
+        docs = [t.strip() for t in tree.texts]
+    else:
+        docs = [c.text for c in chunks_of(tree, "tokens", size, overlap, encoding)]
+    scores = bm25_scores(docs, query_of(step))
+    return np.argsort(-scores, kind="stable"), scores
+
+
 @register_reducer
 class BM25(Reducer):
     """The ``top_k`` lines (``unit="lines"``) or chunks (``unit="chunks"``) by BM25."""
@@ -324,16 +347,12 @@ class BM25(Reducer):
         super().__init__(**params, **kwargs)
 
     def select(self, step: Step) -> Output:
-        tree, query = step.axtree, query_of(step)
-        if self.unit == "lines":
-            docs = [t.strip() for t in tree.texts]
-        else:
-            chunks = chunks_of(tree, "tokens", self.size, self.overlap, self.encoding)
-            docs = [c.text for c in chunks]
-        scores = bm25_scores(docs, query)
-        best = [int(i) for i in np.argsort(-scores, kind="stable")[: self.top_k] if scores[i] > 0]
+        tree = step.axtree
+        order, scores = ranked(step, self.unit, self.size, self.overlap, self.encoding)
+        best = [int(i) for i in order[: self.top_k] if scores[i] > 0]
         if self.unit == "lines":
             return lines_output(tree, [i + 1 for i in best], self.strategy, self.markers)
+        chunks = chunks_of(tree, "tokens", self.size, self.overlap, self.encoding)
         out = chunks_output(tree, [chunks[i] for i in best], self.order)
         out.extra = {"n_chunks": len(chunks), "chunks": best}
         return out

@@ -23,6 +23,7 @@ from itertools import product
 import numpy as np
 
 from lrlab.reducers.features import ROLE_OF, role_group, unfocused
+from lrlab.reducers.memo import per_step
 from lrlib.core.step import Step
 
 
@@ -172,6 +173,7 @@ def guarded_lines(
         banned = sorted({*banned, *bad})
 
 
+@per_step
 def page_costs(step: Step, encoding: str) -> tuple[np.ndarray, np.ndarray]:
     """Tokens of every line of ``step``'s tree and of its ``[bid] role`` stub. A line is
     priced without the ``focused`` state the page sets (two tokens), so that focus cannot
@@ -233,6 +235,7 @@ def digit_pieces(encoding: str) -> bool:
     return set(count_each(digits, encoding)) == {1}
 
 
+@per_step
 def whole_lines(step: Step) -> np.ndarray:
     """True for the lines kept verbatim when a descendant is kept: form controls (a
     ``combobox`` or ``listbox`` holding options, a text field holding its value).
@@ -247,6 +250,7 @@ def whole_lines(step: Step) -> np.ndarray:
 _FORM_ROLES = frozenset(r for r in ROLE_OF if role_group(r) == "form")
 
 
+@per_step
 def companion_lines(step: Step) -> list[list[int]]:
     """What a kept line of ``step`` brings with it, for :func:`rank_lines`'s ``companions``
     (0-based): its question, label or name text (:func:`lrlib.data.evidence.context_lines`)

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 
+from lrlab.reducers.memo import per_step
 from lrlib.core.axtree import AxTree
 from lrlib.core.step import Step
 from lrlib.core.tokens import DEFAULT_ENCODING, line_token_counts
@@ -120,6 +121,7 @@ def _span_chunk(raw: bytes, a: int, b: int, offsets: Sequence[int]) -> Chunk:
     return Chunk(raw[a:b].decode("utf-8", "ignore"), a, b, first, last, whole)
 
 
+@per_step
 def chunks_of(
     tree: AxTree, unit: str, size: int, overlap: int, encoding: str = DEFAULT_ENCODING
 ) -> list[Chunk]:

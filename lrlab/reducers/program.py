@@ -54,6 +54,7 @@ from typing import Any
 
 from lrlab.reducers.features import history_bids, kids_text, line_names, role_group, unfocused
 from lrlab.reducers.lexicon import goal_terms, stem, term_matcher
+from lrlab.reducers.memo import per_step
 from lrlab.reducers.suspect import suspect_lines
 from lrlib.core.step import Step
 from lrlib.reducers.base import Knob, Output, Reducer, lines_output, register_reducer
@@ -125,6 +126,7 @@ class Features:
     n_terms: int = 2  # content words in the goal (text lines need min(text_terms, n_terms))
 
 
+@per_step
 def line_features(step: Step) -> Features:
     """The :class:`Features` of ``step``'s tree."""
     tree = step.axtree
@@ -262,7 +264,13 @@ def with_context(step: Step, lines: list[int]) -> list[int]:
     >>> with_context(s, [2])
     [1, 2]
     """
+    ctx = step_context(step)
+    return sorted({*lines, *(m for n in lines for m in ctx[n - 1])})
+
+
+@per_step
+def step_context(step: Step) -> list[list[int]]:
+    """:func:`lrlib.data.evidence.context_lines` of ``step``'s tree (memoised)."""
     from lrlib.data.evidence import context_lines
 
-    ctx = context_lines(step.axtree)
-    return sorted({*lines, *(m for n in lines for m in ctx[n - 1])})
+    return context_lines(step.axtree)

@@ -35,6 +35,7 @@ from collections import Counter
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
+from lrlab.reducers.memo import per_step
 from lrlib.core.sanitize import CONTROL_TAG
 from lrlib.core.step import Step
 
@@ -174,6 +175,7 @@ def _carries(urls: str, host: str) -> bool:
     return bool(host and re.search(r"(?<![\w.-])" + re.escape(host) + r"(?![\w-]|\.\w)", urls))
 
 
+@per_step
 def suspect_lines(step: Step) -> dict[int, tuple[str, ...]]:
     """The 1-based lines of ``step``'s tree that are suspect, with their reasons."""
     own, named = own_hosts(step)

@@ -285,18 +285,19 @@ def evaluate(reducers: Any, steps: Any, progress: bool = True) -> Any:
         prov = runinfo.provenance(**reducer_provenance(reducer))
         prov["params"] = json.dumps(reducer.params, sort_keys=True, default=str)
         bases[label] = prov
-    rows = []
+    rows: dict[str, list[dict[str, Any]]] = {label: [] for label in table}
     with tqdm(
         total=len(steps) * len(table), disable=not progress, unit="step", desc="evaluate"
     ) as bar:
-        for label, reducer in table.items():
-            bar.set_postfix_str(label)
-            for step, plan in zip(steps, plans, strict=True):
+        # step by step, every reducer in turn: what reducers compute per step whatever their
+        # knobs (features, rankings) is computed once while the step is at hand
+        for step, plan in zip(steps, plans, strict=True):
+            for label, reducer in table.items():
                 result = reducer.reduce(step)
-                rows.append(_row(step, label, reducer, result, bases[label], plan))
-                rows[-1].update(mfs_covered(mfs, step.step_id, result.kept))  # mfs_<policy>
+                rows[label].append(_row(step, label, reducer, result, bases[label], plan))
+                rows[label][-1].update(mfs_covered(mfs, step.step_id, result.kept))
                 bar.update()
-    return pd.DataFrame(rows)
+    return pd.DataFrame([row for label in table for row in rows[label]])  # reducer by reducer
 
 
 def sweep(
@@ -320,12 +321,16 @@ def sweep(
 
     name, params = parse_spec(reducer)
     steps = as_steps(steps)
+    values = list(values)
+    table = {
+        f"{i}": get_reducer(name, **{**params, **fixed, knob: v}) for i, v in enumerate(values)
+    }
+    everything = evaluate(table, steps, progress=progress)  # each step once, every value
+    summaries = metrics.summarize(everything).set_index("reducer").to_dict("index")
+    cis = intervals.summary(everything, n_boot=CURVE_BOOT).set_index("reducer").to_dict("index")
     rows = []
-    for value in values:
-        r = get_reducer(name, **{**params, **fixed, knob: value})
-        frame = evaluate({reducer: r}, steps, progress=progress)
-        summary = metrics.summarize(frame).iloc[0].to_dict()
-        ci = intervals.summary(frame, n_boot=CURVE_BOOT).iloc[0].to_dict()
+    for (label, r), value in zip(table.items(), values, strict=True):
+        summary, ci = {"reducer": reducer, **summaries[label]}, cis[label]
         summary.update({k: v for k, v in ci.items() if k.endswith(_CI_SUFFIXES)})
         rows.append(
             {
