@@ -228,12 +228,13 @@ def coverage(
     >>> coverage(f)
     {'coverage': 0.5, 'n': 2, 'n_none': 1, 'n_missing': 1}
     """
+    status, values = frame[status], frame[column]  # two columns, not the whole frame
     if successful_only:
-        frame = frame[frame["episode_success"].fillna(False).astype(bool)]
-    status = frame[status]
-    ok = frame[status == "ok"]
-    n = len(ok)
-    share = float(ok[column].astype(bool).mean()) if n else float("nan")
+        kept = frame["episode_success"].fillna(False).astype(bool)
+        status, values = status[kept], values[kept]
+    ok = status == "ok"
+    n = int(ok.sum())
+    share = float(values[ok].astype(bool).mean()) if n else float("nan")
     return {
         "coverage": share,
         "n": n,
