@@ -37,7 +37,7 @@ format: venv
 # which a second worker busy on the same two cores made miss (3-5 s under load)
 TEST_WORKERS ?= auto
 test: lint browser
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --ignore=tests/test_browser.py
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=20 --ignore=tests/test_browser.py
 	$(BIN)/python -m pytest tests/test_browser.py
 
 # the browser test (tests/test_browser.py) drives JupyterLab with Debian's chromium. apt-get
