@@ -143,22 +143,26 @@ def score_all(
     from lrlib import runinfo
     from lrlib.eval.evaluation import reducer_provenance, resolve
 
-    rows: list[dict[str, Any]] = []
-    notes = []
-    bar = tqdm(resolve(reducers).items(), disable=not progress, unit="reducer", desc="inject")
-    for label, reducer in bar:
-        bar.set_postfix_str(label)
-        todo = ready(reducer, items, clean)
-        if len(todo) < len(items):
+    table = resolve(reducers)
+    notes, todo, prov = [], {}, {}
+    for label, reducer in table.items():
+        todo[label] = {id(it) for it in ready(reducer, items, clean)}
+        if len(todo[label]) < len(items):
             what = "answers" if getattr(reducer, "client", None) is not None else "embeddings"
             notes.append(
-                f"{label}: {len(todo)} of {len(items)} attacked steps scored, "
-                f"{len(items) - len(todo)} skipped (their {what} are not cached; "
+                f"{label}: {len(todo[label])} of {len(items)} attacked steps scored, "
+                f"{len(items) - len(todo[label])} skipped (their {what} are not cached; "
                 "LRLIB_OFFLINE=0 computes them)"
             )
-        prov = runinfo.provenance(**reducer_provenance(reducer), seed=seed)
-        rows += [{**r, **prov} for r in score(reducer, todo, label, clean)]
-    return rows, notes
+        prov[label] = runinfo.provenance(**reducer_provenance(reducer), seed=seed)
+    rows: dict[str, list[dict[str, Any]]] = {label: [] for label in table}
+    # step by step, every reducer in turn: what reducers derive from an attacked page
+    # (features, the guard's verdicts, the page echo of an answer) is computed once
+    for item in tqdm(items, disable=not progress, unit="step", desc="inject"):
+        for label, reducer in table.items():
+            if id(item) in todo[label]:
+                rows[label] += [{**r, **prov[label]} for r in score(reducer, [item], label, clean)]
+    return [row for label in table for row in rows[label]], notes  # reducer by reducer
 
 
 def score_cached(
