@@ -21,6 +21,7 @@ import os
 import secrets
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -258,32 +259,36 @@ class EmbeddedServer:
 
     def _launch(self, threads: int, started: float, batch_threads: int | None = None) -> None:
         """Start xllamacpp's server with ``threads`` threads (``batch_threads`` for the
-        prompt, default the same); wait until it is ready."""
+        prompt, default the same) in a child process; wait until it is ready.
+
+        A child process, because xllamacpp's server object can hang for ever when it is
+        deleted (its destructor joins a thread that never ends, holding the GIL: seen under
+        heavy load): a child is stopped by closing its stdin, or killed."""
+        if importlib.util.find_spec("xllamacpp") is None:
+            raise EmbeddedModelMissing(f"the embedded model needs xllamacpp: {_INSTALL_HINT}")
         with self._lock:
-            try:
-                import xllamacpp
-            except ImportError as exc:
-                raise EmbeddedModelMissing(
-                    f"the embedded model needs xllamacpp: {_INSTALL_HINT}"
-                ) from exc
-            params = xllamacpp.CommonParams()
-            params.model.path = str(self.model_path or gguf_path())
-            params.hostnames = [self.host]
-            params.api_keys = [self.api_key]
             port = self.port or _free_port(self.host)  # known now, so it can be announced
-            params.port = port
-            params.n_parallel = self.parallel
-            params.n_ctx = self.context * self.parallel  # the server splits it across slots
-            params.cpuparams.n_threads = threads
-            params.cpuparams_batch.n_threads = batch_threads or threads
-            params.verbosity = 3 if self.verbose else 0
+            config = {
+                "model": str(self.model_path or gguf_path()), "host": self.host, "port": port,
+                "key": self.api_key, "parallel": self.parallel,
+                "context": self.context * self.parallel,  # the server splits it across slots
+                "threads": threads, "batch_threads": batch_threads or threads,
+                "verbosity": 3 if self.verbose else 0,
+            }  # fmt: skip
             self.threads, self.batch_threads = threads, batch_threads or threads
             label = f"{threads} thread{'s' if threads > 1 else ''}"
             if self.batch_threads != threads:
                 label += f", {self.batch_threads} for the prompt"
             self._say(f"starting {MODEL_ID.split('.')[0]} on {self.host}:{port} ({label}) ...")
-            self._server = xllamacpp.Server(params)  # loads the model
-            self._address = str(self._server.listening_address).rstrip("/")
+            self._server = subprocess.Popen(
+                [sys.executable, "-c", "from lrlab.server import serve_child; serve_child()"],
+                stdin=subprocess.PIPE,
+                stdout=None if self.verbose else subprocess.DEVNULL,
+                stderr=None if self.verbose else subprocess.DEVNULL,
+            )
+            self._server.stdin.write((json.dumps(config) + "\n").encode())  # not argv: `ps`
+            self._server.stdin.flush()
+            self._address = f"http://{self.host}:{port}"
             _live.add(self)
         try:
             self._wait_ready()
@@ -299,6 +304,11 @@ class EmbeddedServer:
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.ready_timeout
         while True:
+            if self._server is not None and self._server.poll() is not None:
+                raise RuntimeError(
+                    f"the embedded server exited (code {self._server.returncode}) before it "
+                    "was ready; `lrlib serve --verbose` shows llama.cpp's log"
+                )
             try:
                 with urllib.request.urlopen(self.address + "/health", timeout=5) as resp:
                     if json.loads(resp.read() or b"{}").get("status") == "ok":
@@ -310,11 +320,19 @@ class EmbeddedServer:
             time.sleep(0.2)
 
     def stop(self) -> None:
-        """Stop serving and free the model (idempotent)."""
+        """Stop serving and free the model (idempotent): the child process exits when its
+        stdin closes; killed if it has not after 10 s."""
         with self._lock:
-            server, self._server, self._address = self._server, None, None
+            child, self._server, self._address = self._server, None, None
             _live.discard(self)
-        del server  # xllamacpp stops its HTTP and inference threads when the object goes
+        if child is None:
+            return
+        try:
+            child.stdin.close()
+            child.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            child.kill()
+            child.wait()
 
     def __enter__(self) -> EmbeddedServer:
         return self.start()
@@ -336,6 +354,29 @@ def _free_port(host: str) -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+def serve_child() -> None:
+    """The child process of :meth:`EmbeddedServer._launch`: reads its configuration (one
+    JSON line) from stdin, serves until stdin closes (the parent stopped it, or died), then
+    exits at once (xllamacpp's server is never deleted: see ``_launch``)."""
+    import xllamacpp
+
+    config = json.loads(sys.stdin.readline())
+    params = xllamacpp.CommonParams()
+    params.model.path = config["model"]
+    params.hostnames = [config["host"]]
+    params.api_keys = [config["key"]]
+    params.port = config["port"]
+    params.n_parallel = config["parallel"]
+    params.n_ctx = config["context"]
+    params.cpuparams.n_threads = config["threads"]
+    params.cpuparams_batch.n_threads = config["batch_threads"]
+    params.verbosity = config["verbosity"]
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    _server = xllamacpp.Server(params)  # loads the model and serves on its own threads
+    sys.stdin.read()  # returns at end of file
+    os._exit(0)  # the server is never deleted: its destructor may hang
 
 
 _live: weakref.WeakSet[EmbeddedServer] = weakref.WeakSet()
