@@ -82,6 +82,8 @@ def main() -> int:
                         help="replay only this half of the task split")  # fmt: skip
     parser.add_argument("--pick", type=float, default=None,
                         help="name the best spec at >= this median token reduction (module doc)")  # fmt: skip
+    parser.add_argument("--table", type=Path, default=None,
+                        help="write the table per reducer, sources pooled, here")  # fmt: skip
     args = parser.parse_args()
     policy = get_policy(args.policy)
     reducers = [r for r in args.reducers.split(";") if r]
@@ -114,6 +116,8 @@ def main() -> int:
     print(markdown_table(table, floats="{:.3f}"))
     if args.pick is not None:
         print(pick(eps, args.pick))
+    if args.table:
+        replay_table(eps, by=("reducer",)).to_csv(args.table, index=False)
     if args.csv:
         eps.to_csv(args.csv, index=False)
         print(f"episodes written to {args.csv}")
