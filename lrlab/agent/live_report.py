@@ -292,6 +292,23 @@ def agreement_table(episodes: Any, cov: Any) -> Any:
     )
 
 
+def token_reductions(
+    out: Path, policy: str, reducers: Sequence[str], tasks: Sequence[str], seeds: Sequence[int]
+) -> Any:
+    """One row per step the reducers' recorded episodes decided on: ``reducer``, ``task``,
+    ``seed``, ``token_reduction`` (tokens shown against the step's full tree; no policy
+    or failure set is asked, unlike :func:`own_coverage`)."""
+    import pandas as pd
+
+    from lrlib.core.tokens import count_tokens
+
+    return pd.DataFrame([{"reducer": r, "task": ls.task, "seed": ls.seed,
+                          "token_reduction": reduction(count_tokens(ls.step.tree),
+                                                       count_tokens(ls.text))}
+                         for r in reducers for ls in live_steps(out, policy, r, tasks, seeds)],
+                        columns=["reducer", "task", "seed", "token_reduction"])  # fmt: skip
+
+
 def halves_reduction(cov: Any) -> Any:
     """Median token reduction per step of each reducer on each half of the task split
     (``median_token_reduction_tuning``, ``..._heldout``; ``cov``: :func:`own_coverage`).
