@@ -51,12 +51,12 @@ def recommendation(
     rows = []
     for r in table["reducer"]:
         d = paired(frame, "success", r, reference, key="key", cluster="task")
-        ref_keys = frame[frame["reducer"] == r]["key"]
-        ref = frame[(frame["reducer"] == reference) & frame["key"].isin(ref_keys)]
+        mine = frame[frame["reducer"] == r]
+        ref = frame[(frame["reducer"] == reference) & frame["key"].isin(mine["key"])]
         base = ref["success"].mean() if len(ref) else float("nan")
+        got = mine[mine["key"].isin(ref["key"])]["success"].mean()
         rows.append({"reducer": r, "diff_to_full": d["estimate"], "diff_lo": d["lo"],
-                     "diff_hi": d["hi"], "share_of_full": (base + d["estimate"]) / base
-                     if base else float("nan"),
+                     "diff_hi": d["hi"], "share_of_full": got / base if base else float("nan"),
                      "median_token_reduction": reductions.get(r, float("nan"))})  # fmt: skip
     out = table.merge(pd.DataFrame(rows), on="reducer")
     out["meets"] = (out["share_of_full"] >= min_share) & (
