@@ -187,7 +187,12 @@ def part_one(args: argparse.Namespace, out: Path, reducers: list[str], tasks: li
     table.to_csv(out / "summary.csv", index=False)
     lat_table.to_csv(out / "latency.csv", index=False)
     episodes_frame(results).to_csv(out / "episodes.csv", index=False)
+    every = [r["provenance"] for r in results if r.get("provenance")]
     prov = {**prov, "seeds": seeds, "tasks": tasks, "load_at_start": round(load[0], 1),
+            "load_at_end": round(os.getloadavg()[0], 1), "tables_only": not PLAY,
+            # episodes resumed from earlier runs keep their own commit and build
+            "git_commits": sorted({str(p.get("git_commit")) for p in every}),
+            "browser_builds": sorted({str(p.get("browser_build")) for p in every}),
             "command": "benchmarks/bench_live.py " + " ".join(
                 a if not os.path.isabs(a) else os.path.relpath(a) for a in os.sys.argv[1:])}  # fmt: skip
     (out / "provenance.json").write_text(json.dumps(prov, indent=1, default=str) + "\n")
