@@ -22,6 +22,11 @@ Choosing an operating point (issue 33): ``--half tuning`` replays the tuning hal
 ``--pick R`` names, over both sources pooled, the reducer spec of highest replay success among
 those at >= ``R`` median token reduction (ties: the higher reduction); the held-out half is
 then played live (``benchmarks/bench_live.py --reducers SPEC``), never used to choose.
+
+``--sufficient``: per source and half, the median token reduction of a 1-minimal set of
+lines on which the policy still takes its full-tree action
+(:func:`lrlab.agent.replay.sufficient_lines`): what an oracle line selector could reach at
+no replay loss, 95% interval over task types.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from pathlib import Path
 
 from lrlab.agent.live import TASKS
 from lrlab.agent.policies import get_policy
-from lrlab.agent.replay import replay_episodes, replay_steps, replay_table
+from lrlab.agent.replay import replay_episodes, replay_steps, replay_table, sufficient_lines
 from lrlab.agent.split import half_of
 from lrlib.data import dataset as data
 from lrlib.eval.evaluation import markdown_table
@@ -52,6 +57,27 @@ def live_full_steps(folder: Path, policy: str, seeds: list[int]) -> list:
         replace(ls.step, family=f"miniwob.{ls.task}", episode=f"live.{ls.task}_{ls.seed}")
         for ls in found
     ]
+
+
+def sufficient_table(steps: list, policy: object, source: str) -> object:
+    """Median token reduction of :func:`sufficient_lines` per half [95% over task types]."""
+    import pandas as pd
+
+    from lrlib.core.tokens import count_tokens
+    from lrlib.eval.intervals import bootstrap
+
+    rows = []
+    for s in steps:
+        keep = sufficient_lines(s, policy)
+        lines = s.tree.split("\n")
+        kept = "\n".join(lines[n - 1] for n in keep)
+        task = s.family.removeprefix("miniwob.")
+        rows.append({"source": source, "half": half_of(task), "task": task,
+                     "token_reduction": 1 - count_tokens(kept) / max(1, count_tokens(s.tree))})  # fmt: skip
+    frame = pd.DataFrame(rows)
+    out = bootstrap(frame, "token_reduction", by=["source", "half"], stat="median", cluster="task")
+    return out.rename(columns={"estimate": "oracle_median_token_reduction",
+                               "n_episodes": "n_tasks"})  # fmt: skip
 
 
 def pick(eps: object, min_reduction: float) -> str:
@@ -82,6 +108,8 @@ def main() -> int:
                         help="replay only this half of the task split")  # fmt: skip
     parser.add_argument("--pick", type=float, default=None,
                         help="name the best spec at >= this median token reduction (module doc)")  # fmt: skip
+    parser.add_argument("--sufficient", action="store_true",
+                        help="also the oracle's reduction: a 1-minimal sufficient set per step")  # fmt: skip
     parser.add_argument("--table", type=Path, default=None,
                         help="write the table per reducer, sources pooled, here")  # fmt: skip
     args = parser.parse_args()
@@ -102,6 +130,8 @@ def main() -> int:
             print(f"{source}: no full-tree trajectories found, skipped")
             continue
         start = time.perf_counter()
+        if args.sufficient:
+            print(markdown_table(sufficient_table(steps, policy, source), floats="{:.3f}"))
         rows = replay_steps(steps, reducers, policy)
         eps = replay_episodes(rows)
         eps.insert(0, "source", source)

@@ -76,6 +76,31 @@ def replay_steps(
     return rows
 
 
+def sufficient_lines(step: Step, policy: Any) -> list[int]:
+    """A 1-minimal set of ``step``'s lines on which ``policy`` still takes its full-tree
+    action: every line dropped in turn, the costliest (most tokens) first, for good when the
+    action stays the same. What an oracle reducer could keep for this policy: its token
+    reduction bounds what a line selector can reach at no replay loss (a greedy bound, not
+    the global minimum).
+
+    >>> from lrlab.agent.scripted import ScriptedPolicy
+    >>> tree = "RootWebArea 'T'\\n\\t[13] button 'no'\\n\\t[15] button 'Ok'"
+    >>> sufficient_lines(Step(goal='Click on the "Ok" button.', tree=tree), ScriptedPolicy())
+    [3]
+    """
+    lines = step.tree.split("\n")
+    ref = policy.act(step.goal, step.history, step.tree).action
+    keep = set(range(1, len(lines) + 1))
+    for n in sorted(keep, key=lambda n: (-count_tokens(lines[n - 1]), n)):
+        trial = sorted(keep - {n})
+        if not trial:
+            continue
+        text = "\n".join(lines[m - 1] for m in trial)
+        if same_action(policy.act(step.goal, step.history, text, trial).action, ref):
+            keep.discard(n)
+    return sorted(keep)
+
+
 def replay_episodes(rows: Sequence[dict[str, Any]]) -> Any:
     """Per (reducer, episode): ``replays`` (every step the same action), over the usable
     episodes only (every step usable), with the episode's task.
