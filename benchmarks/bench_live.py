@@ -223,16 +223,23 @@ def recommend_part(args: argparse.Namespace, out: Path, points: list[str], tasks
     reductions = dict(zip(red["reducer"], red["median_token_reduction_heldout"], strict=True))
     rec = recommendation(eps, reductions)
     rec.to_csv(out / "recommendation.csv", index=False)
+    every = [r["provenance"] for r in results if r.get("provenance")]
+    prov = {"points": points, "tasks": held, "seeds": seeds, "tables_only": not PLAY,
+            "git_commits": sorted({str(p.get("git_commit")) for p in every}),
+            "browser_builds": sorted({str(p.get("browser_build")) for p in every}),
+            "policy": args.policy, "load_at_end": round(os.getloadavg()[0], 1)}  # fmt: skip
+    (out / "points_provenance.json").write_text(json.dumps(prov, indent=1) + "\n")
     print(f"recommended on the held-out half: {recommended(rec) or 'none meets the target'}")
     return rec
 
 
 def ship(out: Path, dest: Path) -> None:
-    """Copy the study's tables (not the recorded episodes) from ``out`` to ``dest``."""
+    """Copy the study's tables and provenance files (not the recorded episodes) from ``out``
+    to ``dest``."""
     import shutil
 
     dest.mkdir(parents=True, exist_ok=True)
-    for f in sorted(out.glob("*.csv")) + sorted(out.glob("provenance.json")):
+    for f in sorted(out.glob("*.csv")) + sorted(out.glob("*provenance.json")):
         shutil.copyfile(f, dest / f.name)
 
 
