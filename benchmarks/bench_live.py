@@ -193,6 +193,7 @@ def part_one(args: argparse.Namespace, out: Path, reducers: list[str], tasks: li
             # episodes resumed from earlier runs keep their own commit and build
             "git_commits": sorted({str(p.get("git_commit")) for p in every}),
             "browser_builds": sorted({str(p.get("browser_build")) for p in every}),
+            "prompt_hashes": sorted({str(p.get("prompt_hash")) for p in every}),
             "command": "benchmarks/bench_live.py " + " ".join(
                 a if not os.path.isabs(a) else os.path.relpath(a) for a in os.sys.argv[1:])}  # fmt: skip
     (out / "provenance.json").write_text(json.dumps(prov, indent=1, default=str) + "\n")
@@ -227,6 +228,7 @@ def recommend_part(args: argparse.Namespace, out: Path, points: list[str], tasks
     prov = {"points": points, "tasks": held, "seeds": seeds, "tables_only": not PLAY,
             "git_commits": sorted({str(p.get("git_commit")) for p in every}),
             "browser_builds": sorted({str(p.get("browser_build")) for p in every}),
+            "prompt_hashes": sorted({str(p.get("prompt_hash")) for p in every}),
             "policy": args.policy, "load_at_end": round(os.getloadavg()[0], 1)}  # fmt: skip
     (out / "points_provenance.json").write_text(json.dumps(prov, indent=1) + "\n")
     print(f"recommended on the held-out half: {recommended(rec) or 'none meets the target'}")
