@@ -22,7 +22,14 @@ unless ``--policy llm``)::
    their agreement (:mod:`lrlab.agent.cross_policy`); ``cross_greedy_episodes.csv``;
 4. ``lrlib mfs --sets 32`` over the MiniWoB check set's steps of the scripted policy's task
    types (``--mfs-out``, default ``<results dir>/mfs/mfs_scripted.jsonl``; the shipped
-   ``data/mfs/mfs_scripted.jsonl`` with ``--overwrite-shipped``).
+   ``data/mfs/mfs_scripted.jsonl`` with ``--overwrite-shipped``);
+5. the recommendation (issue 33): the operating points of ``--points`` (reducer specs whose
+   knobs were chosen on the tuning half only, ``benchmarks/bench_replay.py --half tuning
+   --pick``) played on the held-out half of the task types and the same development seeds
+   (``points/``: ``points_summary.csv``, ``points_episodes.csv``, ``points_steps.csv``), and
+   ``recommendation.csv``: every reducer of part 1 and every point on the held-out half,
+   success [95%] beside full's on the same episodes, median token reduction, whether it meets
+   the target and which points dominate it (:mod:`lrlab.agent.recommend`).
 
 Without ``--study`` only part 1 runs (the benchmark of issue 23). It prints every table,
 lrlib's preprocessing overhead per step (target: median under 20 ms for every reducer),
@@ -40,12 +47,22 @@ import os
 from pathlib import Path
 
 from lrlab.agent.live import REDUCERS, TASKS, done, plan_episodes, run_live
-from lrlab.agent.live_report import episodes_frame, step_latencies, success_table, summarise
+from lrlab.agent.live_report import (
+    episodes_frame,
+    halves_reduction,
+    step_latencies,
+    success_table,
+    summarise,
+    token_reductions,
+)
 from lrlab.agent.split import half_of, task_split
 from lrlib.eval.evaluation import markdown_table
 from lrlib.eval.intervals import bootstrap
 from lrlib.paths import refuse_shipped, results_dir
 
+# the operating points of part 5: the best replay at >= 55% median token reduction on the
+# tuning half (learned), and program at the grid's threshold nearest that reduction
+POINTS = "learned:budget=0.5,overhead=30,floor=0.05;program:threshold=0.0"
 PLAY = True  # False (--tables-only): the tables from the episodes already recorded
 
 
@@ -170,18 +187,61 @@ def part_one(args: argparse.Namespace, out: Path, reducers: list[str], tasks: li
     table.to_csv(out / "summary.csv", index=False)
     lat_table.to_csv(out / "latency.csv", index=False)
     episodes_frame(results).to_csv(out / "episodes.csv", index=False)
+    every = [r["provenance"] for r in results if r.get("provenance")]
     prov = {**prov, "seeds": seeds, "tasks": tasks, "load_at_start": round(load[0], 1),
+            "load_at_end": round(os.getloadavg()[0], 1), "tables_only": not PLAY,
+            # episodes resumed from earlier runs keep their own commit and build
+            "git_commits": sorted({str(p.get("git_commit")) for p in every}),
+            "browser_builds": sorted({str(p.get("browser_build")) for p in every}),
+            "prompt_hashes": sorted({str(p.get("prompt_hash")) for p in every}),
             "command": "benchmarks/bench_live.py " + " ".join(
                 a if not os.path.isabs(a) else os.path.relpath(a) for a in os.sys.argv[1:])}  # fmt: skip
     (out / "provenance.json").write_text(json.dumps(prov, indent=1, default=str) + "\n")
 
 
+def recommend_part(args: argparse.Namespace, out: Path, points: list[str], tasks: list[str],
+                   seeds: list[int]) -> object:  # fmt: skip
+    """Part 5: the points on the held-out half, then ``recommendation.csv`` (module doc)."""
+    import pandas as pd
+
+    from lrlab.agent.recommend import recommendation, recommended
+
+    held = [t for t in tasks if half_of(t) == "heldout"]
+    folder = out / "points"
+    results = play(plan_episodes(points, held, seeds), folder, args.policy, args.jobs,
+                   args.max_steps) if points else []  # fmt: skip
+    table = pd.DataFrame({"reducer": []})
+    if results:
+        table = summarise(results, folder, args.policy, steps_csv=out / "points_steps.csv")
+        table.to_csv(out / "points_summary.csv", index=False)
+    eps = pd.concat([pd.read_csv(out / "episodes.csv"), episodes_frame(results)])
+    eps = eps[eps["task"].map(half_of) == "heldout"]
+    eps.to_csv(out / "points_episodes.csv", index=False)
+    reducers = list(dict.fromkeys(eps["reducer"]))
+    steps = pd.concat([token_reductions(out, args.policy, reducers, held, seeds),
+                       token_reductions(folder, args.policy, points, held, seeds)])  # fmt: skip
+    red = halves_reduction(steps)
+    reductions = dict(zip(red["reducer"], red["median_token_reduction_heldout"], strict=True))
+    rec = recommendation(eps, reductions)
+    rec.to_csv(out / "recommendation.csv", index=False)
+    every = [r["provenance"] for r in results if r.get("provenance")]
+    prov = {"points": points, "tasks": held, "seeds": seeds, "tables_only": not PLAY,
+            "git_commits": sorted({str(p.get("git_commit")) for p in every}),
+            "browser_builds": sorted({str(p.get("browser_build")) for p in every}),
+            "prompt_hashes": sorted({str(p.get("prompt_hash")) for p in every}),
+            "policy": args.policy, "load_at_end": round(os.getloadavg()[0], 1)}  # fmt: skip
+    (out / "points_provenance.json").write_text(json.dumps(prov, indent=1) + "\n")
+    print(f"recommended on the held-out half: {recommended(rec) or 'none meets the target'}")
+    return rec
+
+
 def ship(out: Path, dest: Path) -> None:
-    """Copy the study's tables (not the recorded episodes) from ``out`` to ``dest``."""
+    """Copy the study's tables and provenance files (not the recorded episodes) from ``out``
+    to ``dest``."""
     import shutil
 
     dest.mkdir(parents=True, exist_ok=True)
-    for f in sorted(out.glob("*.csv")) + sorted(out.glob("provenance.json")):
+    for f in sorted(out.glob("*.csv")) + sorted(out.glob("*provenance.json")):
         shutil.copyfile(f, dest / f.name)
 
 
@@ -194,10 +254,12 @@ def main() -> int:
     parser.add_argument("--tasks", default=",".join(TASKS))
     parser.add_argument("--max-steps", type=int, default=16)
     parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--study", action="store_true", help="parts 1-4 (module doc)")
-    parser.add_argument("--parts", default="1,2,3,4",
+    parser.add_argument("--study", action="store_true", help="parts 1-5 (module doc)")
+    parser.add_argument("--parts", default="1,2,3,4,5",
                         help="with --study, the parts to run (e.g. 2: the held-out check only)")  # fmt: skip
     parser.add_argument("--second", default="greedy", help="the second policy of --study")
+    parser.add_argument("--points", default=POINTS,
+                        help="';'-separated operating points for part 5 (module doc)")  # fmt: skip
     parser.add_argument("--mfs-out", type=Path, default=None)
     parser.add_argument("--tables-only", action="store_true",
                         help="play nothing: the tables from the episodes already recorded")  # fmt: skip
@@ -230,6 +292,9 @@ def main() -> int:
         print(markdown_table(cross, floats="{:.3f}"))
     if 4 in parts:
         recompute_mfs(args.mfs_out, args.overwrite_shipped)
+    if 5 in parts:
+        points = [r for r in args.points.split(";") if r]
+        print(markdown_table(recommend_part(args, out, points, tasks, seeds), floats="{:.3f}"))
     if args.ship is not None:
         ship(out, args.ship)
     print(f"written: {out}" + (f", tables copied to {args.ship}" if args.ship else ""))

@@ -25,6 +25,9 @@ def test_new_task_types_succeed_on_the_full_observation(tmp_path):
     summary = pd.read_csv(tmp_path / "summary.csv").set_index("reducer")
     # the halves of the fixed task split are reported apart
     assert summary.loc["full", "n_tasks_tuning"] + summary.loc["full", "n_tasks_heldout"] == 4
+    # token reduction per step, overall and per half: none for the full observation
+    for col in ("median_token_reduction", "median_token_reduction_tuning"):
+        assert summary.loc["full", col] == 0.0
 
 
 def test_second_policy_against_the_first_policys_failure_sets(tmp_path):

@@ -107,6 +107,18 @@ def test_replay_full_always_replays_and_a_stub_page_does_not():
     table = replay_table(eps).set_index("reducer")
     assert table.loc["full", "replay"] == 1.0 and table.loc["full", "n_episodes"] >= 6
     assert table.loc["truncate:budget=20", "replay"] < 0.5
+    # token reduction: none for full, most of the page for a 20-token prefix
+    assert table.loc["full", "median_token_reduction"] == 0.0
+    assert table.loc["truncate:budget=20", "median_token_reduction"] > 0.3
+    # bench_replay --pick: the best replay at >= the reduction asked, or why none
+    import sys
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from bench_replay import pick
+
+    assert pick(eps, 0.0).startswith("picked full: replay 100.0%")
+    assert pick(eps, 0.3).startswith("picked truncate:budget=20")
+    assert pick(eps[eps["reducer"] == "full"], 0.3).startswith("no spec reaches 30%")
 
 
 def test_a_model_of_the_first_features_scores_as_before(tmp_path):

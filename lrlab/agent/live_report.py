@@ -33,7 +33,7 @@ from lrlib.data.importer import episode_rows
 from lrlib.data.traces import read_episode
 from lrlib.eval.evaluation import parse_spec
 from lrlib.eval.intervals import bootstrap
-from lrlib.eval.metrics import covers, covers_evidence
+from lrlib.eval.metrics import covers, covers_evidence, reduction
 from lrlib.reducers.base import get_reducer
 
 
@@ -190,6 +190,7 @@ def own_coverage(
     from tqdm.auto import tqdm
 
     from lrlab.agent.mfs import build_mfs, same_action
+    from lrlib.core.tokens import count_tokens
 
     reducers: dict[str, Any] = {}
     memo: dict[tuple, Any] = {}
@@ -221,7 +222,8 @@ def own_coverage(
                      "n_sets": len(m.sets), "mfs_size": sum(map(len, m.sets)),
                      "replay": same_action(replay.action, ref.meta["action"]),
                      "reproduced": (sorted(offline.kept), sorted(offline.stubs)) == (sorted(kept), sorted(ls.stubs)),
-                     "reduction": 1 - len(kept) / max(1, len(ref.axtree))})  # fmt: skip
+                     "reduction": 1 - len(kept) / max(1, len(ref.axtree)),
+                     "token_reduction": reduction(count_tokens(s.tree), count_tokens(ls.text))})  # fmt: skip
     return pd.DataFrame(rows)
 
 
@@ -283,8 +285,48 @@ def agreement_table(episodes: Any, cov: Any) -> Any:
         step_evidence=("evidence", "mean"), step_mfs=("mfs", "mean"),
         replay_agrees=("replay", "mean"), reproduced=("reproduced", "mean"),
         median_reduction=("reduction", "median"),
+        median_token_reduction=("token_reduction", "median"),
     )  # fmt: skip
-    return out.merge(steps.reset_index(), on="reducer")
+    return out.merge(steps.reset_index(), on="reducer").merge(
+        halves_reduction(cov), on="reducer", how="left"
+    )
+
+
+def token_reductions(
+    out: Path, policy: str, reducers: Sequence[str], tasks: Sequence[str], seeds: Sequence[int]
+) -> Any:
+    """One row per step the reducers' recorded episodes decided on: ``reducer``, ``task``,
+    ``seed``, ``token_reduction`` (tokens shown against the step's full tree; no policy
+    or failure set is asked, unlike :func:`own_coverage`)."""
+    import pandas as pd
+
+    from lrlib.core.tokens import count_tokens
+
+    return pd.DataFrame([{"reducer": r, "task": ls.task, "seed": ls.seed,
+                          "token_reduction": reduction(count_tokens(ls.step.tree),
+                                                       count_tokens(ls.text))}
+                         for r in reducers for ls in live_steps(out, policy, r, tasks, seeds)],
+                        columns=["reducer", "task", "seed", "token_reduction"])  # fmt: skip
+
+
+def halves_reduction(cov: Any) -> Any:
+    """Median token reduction per step of each reducer on each half of the task split
+    (``median_token_reduction_tuning``, ``..._heldout``; ``cov``: :func:`own_coverage`).
+
+    >>> import pandas as pd
+    >>> cov = pd.DataFrame({"reducer": ["x"] * 3, "task": ["click-test", "click-test", "click-button"],
+    ...                     "token_reduction": [0.2, 0.4, 0.9]})
+    >>> halves_reduction(cov).round(2).values.tolist()
+    [['x', 0.3, 0.9]]
+    """
+    from lrlab.agent.split import half_of
+
+    frame = cov.assign(half=cov["task"].map(half_of))
+    wide = frame.pivot_table(index="reducer", columns="half", values="token_reduction",
+                             aggfunc="median", sort=False)  # fmt: skip
+    wide = wide.reindex(columns=["tuning", "heldout"]).add_prefix("median_token_reduction_")
+    wide.columns.name = None
+    return wide.reset_index()
 
 
 def summarise(

@@ -32,6 +32,7 @@ from typing import Any
 from lrlab.agent.mfs import same_action
 from lrlab.agent.preprocess import line_numbers
 from lrlib.core.step import Step
+from lrlib.core.tokens import count_tokens
 from lrlib.eval.evaluation import parse_spec
 from lrlib.reducers.base import Reducer, get_reducer
 
@@ -49,7 +50,8 @@ def replay_steps(
     """One row per (reducer, step): ``usable`` (the policy reproduces the recorded action,
     ``meta["action"]``, on the full tree; a step without one: its full-tree action is the
     reference), ``same`` (shown the reducer's output it takes that action again),
-    ``reduction`` (share of lines not shown), and the step's task, episode and id."""
+    ``reduction`` (share of lines not shown), ``token_reduction`` (share of the full tree's
+    tokens not shown), and the step's task, episode and id."""
     memo: dict[tuple, tuple[str, bool]] = {}
     made = [_reducer(r) for r in reducers]
     rows = []
@@ -61,6 +63,7 @@ def replay_steps(
             memo[key] = (ref, recorded is None or same_action(ref, recorded))
         ref, usable = memo[key]
         n = len(s.axtree)
+        tokens = count_tokens(s.tree)
         for label, red in made:
             out = red.reduce(s)
             numbers = line_numbers(out.text, out.kept, out.stubs, n)
@@ -68,8 +71,34 @@ def replay_steps(
             rows.append({"reducer": label, "task": s.family.removeprefix("miniwob."),
                          "episode": s.episode or s.step_id, "step_id": s.step_id,
                          "usable": usable, "same": same_action(got, ref),
-                         "reduction": 1 - (len(out.kept) + len(out.stubs)) / max(1, n)})  # fmt: skip
+                         "reduction": 1 - (len(out.kept) + len(out.stubs)) / max(1, n),
+                         "token_reduction": 1 - count_tokens(out.text) / max(1, tokens)})  # fmt: skip
     return rows
+
+
+def sufficient_lines(step: Step, policy: Any) -> list[int]:
+    """A 1-minimal set of ``step``'s lines on which ``policy`` still takes its full-tree
+    action: every line dropped in turn, the costliest (most tokens) first, for good when the
+    action stays the same. What an oracle reducer could keep for this policy: its token
+    reduction bounds what a line selector can reach at no replay loss (a greedy bound, not
+    the global minimum).
+
+    >>> from lrlab.agent.scripted import ScriptedPolicy
+    >>> tree = "RootWebArea 'T'\\n\\t[13] button 'no'\\n\\t[15] button 'Ok'"
+    >>> sufficient_lines(Step(goal='Click on the "Ok" button.', tree=tree), ScriptedPolicy())
+    [3]
+    """
+    lines = step.tree.split("\n")
+    ref = policy.act(step.goal, step.history, step.tree).action
+    keep = set(range(1, len(lines) + 1))
+    for n in sorted(keep, key=lambda n: (-count_tokens(lines[n - 1]), n)):
+        trial = sorted(keep - {n})
+        if not trial:
+            continue
+        text = "\n".join(lines[m - 1] for m in trial)
+        if same_action(policy.act(step.goal, step.history, text, trial).action, ref):
+            keep.discard(n)
+    return sorted(keep)
 
 
 def replay_episodes(rows: Sequence[dict[str, Any]]) -> Any:
@@ -87,7 +116,9 @@ def replay_episodes(rows: Sequence[dict[str, Any]]) -> Any:
     frame = pd.DataFrame(list(rows))
     grouped = frame.groupby(["reducer", "task", "episode"], sort=True)
     eps = grouped.agg(usable=("usable", "all"), replays=("same", "all"),
-                      n_steps=("same", "size"), reduction=("reduction", "median")).reset_index()  # fmt: skip
+                      n_steps=("same", "size"), reduction=("reduction", "median"),
+                      **({"token_reduction": ("token_reduction", "median")}
+                         if "token_reduction" in frame else {})).reset_index()  # fmt: skip
     return eps[eps["usable"]].drop(columns="usable").reset_index(drop=True)
 
 
@@ -109,5 +140,10 @@ def replay_table(episodes: Any, by: Sequence[str] = ("reducer",)) -> Any:
                               "n_steps": "n_episodes", "n_episodes": "n_tasks"})  # fmt: skip
     red = bootstrap(episodes, "reduction", by=list(by), stat="median", cluster="task")
     out["median_line_reduction"] = red["estimate"].to_numpy()
-    return out[[*by, "replay", "replay_lo", "replay_hi", "n_episodes", "n_tasks",
-                "median_line_reduction"]]  # fmt: skip
+    cols = [*by, "replay", "replay_lo", "replay_hi", "n_episodes", "n_tasks",
+            "median_line_reduction"]  # fmt: skip
+    if "token_reduction" in episodes:
+        tok = bootstrap(episodes, "token_reduction", by=list(by), stat="median", cluster="task")
+        out["median_token_reduction"] = tok["estimate"].to_numpy()
+        cols.append("median_token_reduction")
+    return out[cols]
