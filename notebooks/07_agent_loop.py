@@ -28,11 +28,10 @@
 import pandas as pd
 from IPython.display import display
 
+import lrlib
 from lrlab.agent import live, live_report, recommend
 from lrlib import paths, settings
-from lrlib.data import dataset as data
 from lrlib.eval import intervals
-from lrlib.eval.evaluation import evaluate
 from lrlib.report import plots, tables
 
 # %% tags=["parameters"]
@@ -213,10 +212,10 @@ display(llm[["reducer", "success", "success_lo", "success_hi", "n_episodes", "n_
 # reducer keeps all of them. Here on the MiniWoB check set (no model):
 
 # %%
-steps = [s for s in data.load_steps(path=paths.miniwob_path())
+steps = [s for s in lrlib.load_steps(path=paths.miniwob_path())
          if s.family.removeprefix("miniwob.") in live.TASKS and s.target_bids]  # fmt: skip
 steps = steps[:MFS_STEPS] if MFS_STEPS else steps
-frame = evaluate(REDUCERS, steps, progress=False)  # joins data/mfs/mfs_scripted.jsonl
+frame = lrlib.evaluate(REDUCERS, steps, progress=False)  # joins data/mfs/mfs_scripted.jsonl
 measures = [("mfs_scripted", "mean", "mfs"), ("covered", "mean", "target"),
             ("evidence_covered", "mean", "evidence"), ("reduction", "median", "reduction")]  # fmt: skip
 mfs_table = intervals.summary(frame, measures=measures)

@@ -39,6 +39,23 @@ from lrlab.agent.policy import Policy
 from lrlab.agent.preprocess import ObsPreprocessor, flatten, goal_text
 from lrlib.runinfo import provenance
 
+__all__ = [
+    "TASKS",
+    "task_types",
+    "task_types_help",
+    "REDUCERS",
+    "PACKAGES",
+    "MAX_STEPS",
+    "package_versions",
+    "label_of",
+    "episode_dir",
+    "EpisodeSpec",
+    "run_episode",
+    "done",
+    "plan_episodes",
+    "run_live",
+]
+
 #: The MiniWoB++ task types the scripted policy solves from labels and page text (the first
 #: 17 since issue 23, the rest added in issue 33 on development seeds 0-4 only).
 TASKS = (

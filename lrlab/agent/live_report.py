@@ -36,6 +36,26 @@ from lrlib.eval.intervals import bootstrap
 from lrlib.eval.metrics import covers, covers_evidence, reduction
 from lrlib.reducers.base import get_reducer
 
+__all__ = [
+    "episodes_frame",
+    "step_latencies",
+    "success_table",
+    "halves_table",
+    "LiveStep",
+    "live_steps",
+    "reference_step",
+    "set_shown",
+    "own_coverage",
+    "COVERAGES",
+    "episode_coverage",
+    "disagreements",
+    "agreement_table",
+    "token_reductions",
+    "halves_reduction",
+    "summarise",
+    "plot_success_vs_coverage",
+]
+
 
 def episodes_frame(results: Sequence[dict[str, Any]]) -> Any:
     """One row per episode: reducer, task, seed, success, steps, latencies (medians per step)."""

@@ -25,6 +25,14 @@ from typing import Any
 
 from lrlib.eval.intervals import paired
 
+__all__ = [
+    "MIN_SHARE",
+    "MIN_REDUCTION",
+    "recommendation",
+    "dominated_by",
+    "recommended",
+]
+
 MIN_SHARE = 0.97  # of full's success (issue 33)
 MIN_REDUCTION = 0.55  # median token reduction per step (issue 33)
 
