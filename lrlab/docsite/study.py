@@ -24,9 +24,11 @@ from lrlib.eval.intervals import bootstrap
 BIG_LINES = 9_000  # lrlib's latency is also reported on the steps of trees at least this big
 
 #: The study's reducers: the learned and program reducers with their injection guard on
-#: (default) and off, so what the guard costs in success on clean pages is measured.
-STUDY_REDUCERS = ("full", "truncate-agentlab", "bm25", "program", "program:guard=False",
-                  "learned", "learned:guard=False")  # fmt: skip
+#: (default) and off, so what the guard costs in success on clean pages is measured, and
+#: ``anchor`` (:mod:`lrlab.reducers.anchor`, its ``top_k`` chosen by grouped cross-validation
+#: on the development sites: ``benchmarks/tune_docs_reducer.py``).
+STUDY_REDUCERS = ("full", "truncate-agentlab", "bm25", "anchor", "program",
+                  "program:guard=False", "learned", "learned:guard=False")  # fmt: skip
 
 
 def episodes_frame(results: Sequence[dict[str, Any]]) -> Any:
