@@ -32,7 +32,6 @@ A goal that quotes nothing leaves BM25 and the structure around its lines.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 
 import numpy as np
 
@@ -70,13 +69,16 @@ def role_of(text: str) -> str:
     return m.group(1) if m else ""
 
 
-def joined(texts: list[str]) -> tuple[str, list[int]]:
+def joined(texts: list[str]) -> tuple[str, np.ndarray]:
     """The lines joined by ``\\n`` and the offset where each starts.
 
-    >>> joined(["ab", "c"])
+    >>> body, starts = joined(["ab", "c"])
+    >>> body, starts.tolist()
     ('ab\\nc', [0, 3])
     """
-    starts = np.cumsum([0] + [len(t) + 1 for t in texts[:-1]]).tolist() if texts else []
+    lengths = np.fromiter(map(len, texts), np.int64, len(texts)) + 1
+    starts = np.zeros(len(texts), np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
     return "\n".join(texts), starts
 
 
@@ -85,7 +87,7 @@ def phrase_lines(
     phrases: list[str],
     cap: int,
     label: bool = False,
-    index: tuple[str, list[int]] | None = None,
+    index: tuple[str, np.ndarray] | None = None,
 ) -> list[int]:
     """0-based lines whose quoted name is one of ``phrases`` (case ignored, a trailing
     permalink mark allowed) or, with ``label``, begins with one and a colon (``'Default:
@@ -96,20 +98,29 @@ def phrase_lines(
     >>> phrase_lines(["link 'Next ¶'", "StaticText 'Default: 80'"], ["Default"], 5, label=True)
     [1]
     """
+    return named_lines(texts, phrases, cap, index)[1 if label else 0]
+
+
+def named_lines(
+    texts: list[str], phrases: list[str], cap: int, index: tuple[str, np.ndarray] | None = None
+) -> tuple[list[int], list[int]]:
+    """:func:`phrase_lines` of both kinds (names, labels) from one scan of the text."""
     if not phrases or not texts or cap <= 0:
-        return []
-    body, starts = index or joined(texts)  # (the caller's, if at hand)
+        return [], []
+    body, starts = index if index is not None else joined(texts)  # (the caller's, if at hand)
     alts = "|".join(re.escape(p) for p in sorted(phrases, key=len, reverse=True))
-    end = ":" if label else rf"\s*[{_MARKS}]?\1"
-    pattern = re.compile(rf"""(['"])(?:{alts}){end}""", re.IGNORECASE)
-    out: list[int] = []
+    pattern = re.compile(rf"""(['"])\s*(?:{alts})(?:(\s*[{_MARKS}]?\1)|:)""", re.IGNORECASE)
+    found: tuple[list[int], list[int]] = ([], [])
     for m in pattern.finditer(body):
-        i = bisect_right(starts, m.start()) - 1
+        out = found[0] if m.group(2) is not None else found[1]
+        if len(out) >= cap:
+            if all(len(f) >= cap for f in found):
+                break
+            continue
+        i = int(np.searchsorted(starts, m.start(), "right")) - 1
         if not out or out[-1] != i:
             out.append(i)
-        if len(out) >= cap:
-            break
-    return out
+    return found
 
 
 def _subtree_end(depths: list[int], i: int, limit: int | None = None) -> int:
@@ -150,8 +161,8 @@ class Anchor(Reducer):
         tree = step.axtree
         index = joined(tree.texts)
         phrases = goal_phrases(step.goal)
-        found = set(phrase_lines(tree.texts, phrases, self.max_phrase_lines, index=index))
-        found.update(phrase_lines(tree.texts, phrases, self.max_phrase_lines, True, index))
+        names, labels = named_lines(tree.texts, phrases, self.max_phrase_lines, index)
+        found = set(names) | set(labels)
         if self.top_k:
             scores = bm25_scores([t.strip() for t in tree.texts], query_of(step))
             best = np.argsort(-scores, kind="stable")[: self.top_k]
@@ -165,7 +176,7 @@ class Anchor(Reducer):
             for role in _INPUTS:
                 at = body.find(role)
                 while at >= 0:
-                    i = bisect_right(starts, at) - 1
+                    i = int(np.searchsorted(starts, at, "right")) - 1
                     if role_of(tree.texts[i]) == role:
                         found.add(i)
                     at = body.find(role, starts[i + 1] if i + 1 < len(starts) else len(body))
