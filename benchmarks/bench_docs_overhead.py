@@ -83,7 +83,9 @@ def main(argv: list[str] | None = None) -> int:
             pre(obs)
             times.append(1e3 * (time.perf_counter() - t))
         out[spec] = {"median_ms": statistics.median(times), "min_ms": min(times)}
-        print(f"  {spec:24s} median {out[spec]['median_ms']:7.1f} ms   fastest {min(times):7.1f} ms")
+        print(
+            f"  {spec:24s} median {out[spec]['median_ms']:7.1f} ms   fastest {min(times):7.1f} ms"
+        )
     print(f"load average after: {os.getloadavg()}")
     return 0
 
