@@ -196,3 +196,18 @@ def test_any_html_parses_and_facts_come_from_its_text(parts):
     text = root.text()
     for f in table_facts(root) + label_facts(root):
         assert f.answer in text and f.key in text and f.label in text
+
+
+@needs_browser
+def test_offline_tuning_replays_the_full_steps_with_grouped_cv(live, capsys):
+    import runpy
+    from pathlib import Path
+
+    script = Path(__file__).parents[1] / "benchmarks" / "tune_docs_reducer.py"
+    tune = runpy.run_path(str(script))
+    args = ["--episodes", str(live), "--sites", "fixture-docs", "--reducers", "full;bm25:top_k=2",
+            "--knob", "anchor:top_k=5,10"]  # fmt: skip
+    assert tune["main"](args) == 0
+    out = capsys.readouterr().out
+    assert "grouped CV over (site, family)" in out and "anchor:top_k=5" in out
+    assert tune["main"](["--episodes", str(live), "--knob", "anchor"]) == 2
