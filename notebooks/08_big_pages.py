@@ -100,6 +100,16 @@ display(pd.DataFrame([{"reducer": r, "guard on": guard[r], "guard off": guard[g]
                       for r, g in pairs]))  # fmt: skip
 
 # %% [markdown]
+# ## Why reducers fail here
+#
+# The scripted policy stops with what it could not find; each failed episode is counted
+# by that (a failure without a stop is a wrong answer or a wrong page: a reducer that
+# keeps a row but drops one of its cells or the header above it makes the policy misread).
+
+# %%
+display(study.failure_reasons(episodes))
+
+# %% [markdown]
 # ## Per site: the development sites and the unseen one
 #
 # The same table per site. The unseen site's rows are the check of what was chosen on the

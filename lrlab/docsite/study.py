@@ -171,6 +171,34 @@ def site_summary(episodes: Any, steps: Any) -> Any:
     return pd.concat(parts, ignore_index=True) if parts else None
 
 
+_REASONS = (("no row", "row key dropped"), ("no column", "column header dropped"),
+            ("row and header", "row or header cells dropped"),
+            ("no heading", "heading dropped"), ("under", "labelled line dropped"),
+            ("no link", "link dropped"), ("did not arrive", "click did not navigate"),
+            ("no search box", "search box dropped"))  # fmt: skip
+
+
+def failure_reasons(episodes: Any) -> Any:
+    """Failed episodes per reducer by what the scripted policy missed (its stop message in
+    ``err_msg``); a failure without a stop is a wrong answer or a wrong page.
+
+    >>> import pandas as pd
+    >>> eps = pd.DataFrame({"reducer": ["a", "a", "a"], "success": [False, False, True],
+    ...     "err_msg": ["policy stopped: no row 'x'", None, None]})
+    >>> failure_reasons(eps).to_dict("index")
+    {'a': {'row key dropped': 1, 'wrong answer or page': 1}}
+    """
+
+    def reason(msg: Any) -> str:
+        if not isinstance(msg, str) or not msg:
+            return "wrong answer or page"
+        return next((name for key, name in _REASONS if key in msg), "other: " + msg[:40])
+
+    failed = episodes[~episodes["success"].astype(bool)]
+    kinds = failed["err_msg"].map(reason)
+    return failed.assign(reason=kinds).groupby(["reducer", "reason"]).size().unstack(fill_value=0)
+
+
 def summarise(
     results: Sequence[dict[str, Any]], out: Path, policy: str, with_coverage: bool = True
 ) -> tuple[Any, Any, Any]:
