@@ -48,6 +48,7 @@ _INPUTS = ("searchbox", "textbox", "combobox")
 _BID = re.compile(r"'([^'\s]+)'")
 _ROLE = re.compile(r"\s*(?:\[[^\]]*\]\s+)?([A-Za-z]+)")
 _MARKS = "¶#§🔗"
+_SPACE = r"(?:\s|\\xa0|\\u[0-9a-f]{4})+"
 
 
 def goal_phrases(goal: str) -> list[str]:
@@ -97,6 +98,8 @@ def phrase_lines(
     [0]
     >>> phrase_lines(["link 'Next ¶'", "StaticText 'Default: 80'"], ["Default"], 5, label=True)
     [1]
+    >>> phrase_lines(["link 'Section\\\\xa028.2'", "link 'Section  28.2'"], ["Section 28.2"], 5)
+    [0, 1]
     """
     return named_lines(texts, phrases, cap, index)[1 if label else 0]
 
@@ -108,7 +111,11 @@ def named_lines(
     if not phrases or not texts or cap <= 0:
         return [], []
     body, starts = index if index is not None else joined(texts)  # (the caller's, if at hand)
-    alts = "|".join(re.escape(p) for p in sorted(phrases, key=len, reverse=True))
+    # any run of whitespace in a phrase matches any run in a name, a non-breaking or other
+    # Unicode space included, which the tree shows escaped (PostgreSQL's 'Section\\xa028.2'):
+    # the policy reads the name unescaped and normalises its whitespace
+    alts = "|".join(_SPACE.join(map(re.escape, p.split()))
+                    for p in sorted(phrases, key=len, reverse=True))  # fmt: skip
     pattern = re.compile(rf"""(['"])\s*(?:{alts})(?:(\s*[{_MARKS}]?\1)|:)""", re.IGNORECASE)
     found: tuple[list[int], list[int]] = ([], [])
     for m in pattern.finditer(body):
