@@ -23,6 +23,8 @@
 #
 # This notebook reads the shipped results of `benchmarks/bench_docs.py`
 # (`data/live/docs/`); it runs no browser and no model.
+#
+# **Runs with** the core install and Jupyter (`pip install -e '.[notebooks]'`): no other extra.
 
 # %%
 import json
