@@ -11,7 +11,11 @@ are skipped), every reducer on the same tasks, until ``--minutes`` have passed o
 over families, median token reduction, tree size, offline coverage of the same steps, lrlib's
 latency per step) over all sites. Episodes go to ``<results dir>/live/docs/study`` (AgentLab
 layout); ``--ship`` copies the tables (not the episodes) to ``data/live/docs/`` for the
-notebook 08_big_pages. With ``OPENAI_BASE_URL`` set, ``lineretriever`` joins the reducers
+notebook 08_big_pages: it OVERWRITES the shipped tables there. Beside the pooled table:
+``summary_by_site.csv`` (the same per site: the development sites and any site named
+besides), ``relative.csv`` (each reducer's success relative to full's on the same tasks,
+paired bootstrap over tasks) and, in ``meta.json``, the measured time per episode with the
+projected time of 300 episodes of one reducer. With ``OPENAI_BASE_URL`` set, ``lineretriever`` joins the reducers
 (it CALLS THAT MODEL for every step).
 """
 
@@ -32,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     from lrlab.agent.live import done
     from lrlab.docsite.run import plan_docs, run_docs
     from lrlab.docsite.site import Site, SiteError
-    from lrlab.docsite.study import STUDY_REDUCERS, summarise
+    from lrlab.docsite.study import STUDY_REDUCERS, relative_success, site_summary, summarise
     from lrlab.docsite.tasks import FAMILIES, load_tasks
     from lrlib.eval.evaluation import markdown_table
     from lrlib.paths import REPO_DIR, results_dir
@@ -94,8 +98,20 @@ def main(argv: list[str] | None = None) -> int:
         print("bench_docs: no task was played by every reducer yet", file=sys.stderr)
         return 1
     table, episodes, steps = summarise(rows, out, "scripted")
-    for name, frame in (("summary", table), ("episodes", episodes), ("steps", steps)):
+    by_site = site_summary(episodes, steps)
+    relative = relative_success(episodes)
+    for name, frame in (("summary", table), ("episodes", episodes), ("steps", steps),
+                        ("summary_by_site", by_site), ("relative", relative)):  # fmt: skip
         frame.to_csv(out / f"{name}.csv", index=False)
+    # time per episode as measured (one browser per job), and 300 episodes of one reducer
+    per_episode = float(episodes["episode_s"].median())
+    mean_episode = float(episodes["episode_s"].mean())
+    timing = {"median_episode_s": per_episode, "mean_episode_s": mean_episode,
+              "episodes_per_reducer": episodes.groupby("reducer").size().to_dict(),
+              "projected_min_300_episodes": {
+                  f"jobs={j}": 300 * mean_episode / j / 60 for j in (1, 2)},
+              "note": "mean measured seconds per episode x 300 / jobs (jobs=2 assumes two "
+                      "browsers side by side run as fast as one: an upper-bound speed-up)"}  # fmt: skip
     prov = next((r["provenance"] for r in rows if r.get("provenance")), {})
     # lrlib's share per step on the biggest tree played, every reducer (offline, same machine)
     big = steps[steps["reducer"] == "full"].sort_values("n_lines").tail(1)
@@ -114,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         overhead = {"n_lines": int(b["n_lines"]), "ms": ms, "load_average": os.getloadavg()}
     meta = {"sites": [s.describe() for s in sites], "families": list(FAMILIES),
             "reducers": reducers, "rounds": k, "episodes": len(rows), "minutes": (time.perf_counter() - start) / 60,
-            "jobs": args.jobs, "load_average": os.getloadavg(),
+            "jobs": args.jobs, "load_average": os.getloadavg(), "timing": timing,
             "browser_build": prov.get("browser_build"), "overhead_biggest_tree": overhead,
             "provenance": prov}  # fmt: skip
     (out / "meta.json").write_text(json.dumps(meta, indent=1, default=str))
@@ -123,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.ship:
         ship = REPO_DIR / "data" / "live" / "docs"
         ship.mkdir(parents=True, exist_ok=True)
-        for name in ("summary.csv", "episodes.csv", "steps.csv", "coverage.csv", "meta.json"):
+        for name in ("summary.csv", "episodes.csv", "steps.csv", "coverage.csv", "meta.json",
+                     "summary_by_site.csv", "relative.csv"):  # fmt: skip
             if (out / name).is_file():
                 shutil.copy(out / name, ship / name)
         print(f"shipped: {ship}")

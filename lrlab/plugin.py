@@ -9,7 +9,7 @@ True
 """
 
 REDUCER_MODULES = tuple(
-    f"lrlab.reducers.{name}" for name in ("bm25", "embedding", "learned", "program")
+    f"lrlab.reducers.{name}" for name in ("anchor", "bm25", "embedding", "learned", "program")
 )
 LOCAL_SERVER = "lrlab.server:shared_server"
 LOCAL_SLOTS = "lrlab.server:shared_parallel"

@@ -13,6 +13,14 @@
 # stops when it is missing, so under a reducer it fails exactly when the reducer dropped
 # something it reads.
 #
+# Reducers: `full`, `truncate-agentlab` (AgentLab's own default cut), `bm25`, `program` and
+# `learned` (each with its injection guard on and off), and `anchor` (issue 34: the lines
+# whose name the goal quotes, BM25's best lines, and the structure an answer lives in
+# around them: the table row and its header row, the lines under a named heading; its one
+# knob chosen by cross-validation grouped by site and family on the development sites).
+# Python 3.11's and Node.js 18's docs are the development sites; PostgreSQL 15's docs,
+# named by their folder only, are the unseen check site.
+#
 # This notebook reads the shipped results of `benchmarks/bench_docs.py`
 # (`data/live/docs/`); it runs no browser and no model.
 #
@@ -48,6 +56,12 @@ full = steps[steps["reducer"] == "full"]
 print(f"{len(episodes)} episodes, {len(steps)} steps; full-tree lines per played step: "
       f"median {full['n_lines'].median():.0f}, max {full['n_lines'].max():.0f}")  # fmt: skip
 display(episodes.groupby(["site", "family"]).size().unstack(fill_value=0))
+timing = meta.get("timing", {})
+print("episodes per reducer:", timing.get("episodes_per_reducer"))
+print(f"seconds per episode (one browser, this machine's load): median "
+      f"{timing.get('median_episode_s', float('nan')):.1f}, mean "
+      f"{timing.get('mean_episode_s', float('nan')):.1f}; 300 episodes of one reducer "
+      f"projected at {timing.get('projected_min_300_episodes')} minutes")  # fmt: skip
 
 # %% [markdown]
 # ## Success per reducer, beside its reduction
@@ -86,3 +100,43 @@ guard = summary.set_index("reducer")["success"]
 pairs = [(r, f"{r}:guard=False") for r in ("program", "learned") if f"{r}:guard=False" in guard]
 display(pd.DataFrame([{"reducer": r, "guard on": guard[r], "guard off": guard[g]}
                       for r, g in pairs]))  # fmt: skip
+
+# %% [markdown]
+# ## Why reducers fail here
+#
+# The scripted policy stops with what it could not find; each failed episode is counted
+# by that (a failure without a stop is a wrong answer or a wrong page: a reducer that
+# keeps a row but drops one of its cells or the header above it makes the policy misread).
+
+# %%
+display(study.failure_reasons(episodes))
+
+# %% [markdown]
+# ## Per site: the development sites and the unseen one
+#
+# The same table per site. The unseen site's rows are the check of what was chosen on the
+# development sites (the anchor reducer's rules and knob, the policy's retry).
+
+# %%
+by_site = pd.read_csv(DOCS / "summary_by_site.csv")
+cols = ["site", "reducer", "success", "success_lo", "success_hi", "n_episodes", "reduction"]
+display(by_site[cols].round(3))
+
+# %% [markdown]
+# ## Success relative to full's, on the same tasks
+#
+# The target is a reducer whose success is at least 95% of full's at a median token
+# reduction of at least 80%. The ratio's 95% interval comes from a paired bootstrap over
+# tasks; with tens of tasks per site it is wide, so the statement below says what the
+# interval supports, not only the point.
+
+# %%
+relative = pd.read_csv(DOCS / "relative.csv")
+display(relative.round(3))
+reduction = summary.set_index("reducer")["reduction"]
+for site, part in relative.groupby("site", sort=False):
+    ok = part[(part["ratio"] >= 0.95) & part["reducer"].map(reduction).ge(0.8)]
+    names = ", ".join(f"{r.reducer} {r.ratio:.0%} [{r.ratio_lo:.0%}, {r.ratio_hi:.0%}]"
+                      for r in ok.itertuples())  # fmt: skip
+    print(f"{site}: n = {part['n_tasks'].iloc[0]} tasks; at >= 80% reduction and a point "
+          f"estimate >= 95% of full's: {names or 'none'}")  # fmt: skip

@@ -110,7 +110,7 @@ def test_policy_stops_when_what_the_goal_names_is_missing():
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
     out = tmp_path_factory.mktemp("docs")
-    args = ["live", "--env", "docs", "--site", str(FIXTURE), "--reducers", "full;bm25:top_k=2",
+    args = ["live", "--env", "docs", "--site", str(FIXTURE), "--reducers", "full;bm25:top_k=2;anchor",
             "--tasks-per-family", "1", "--jobs", "1", "--out", str(out)]  # fmt: skip
     assert main(args) == 0
     return out
@@ -126,6 +126,10 @@ def test_full_observation_succeeds_on_every_family_and_bm25_loses_some(live):
     table = pd.read_csv(live / "summary.csv").set_index("reducer")
     assert table.loc["full", "reduction"] == 0 and table.loc["full", "step_mfs"] == 1.0
     assert table.loc["bm25:top_k=2", "reduction"] > 0.5
+    # the anchor reducer (issue 34) keeps what every family needs, at a real reduction
+    anchor = eps[eps["reducer"] == "anchor"]
+    assert len(anchor) == len(FAMILIES) and anchor["success"].all(), anchor.to_dict("records")
+    assert table.loc["anchor", "reduction"] > 0.5
 
 
 @needs_browser
@@ -134,7 +138,7 @@ def test_episodes_import_with_provenance_and_no_machine_paths(live, tmp_path):
     from lrlib.data.importer import import_traces
 
     summaries = list(live.glob("*/summary_info.json"))
-    assert len(summaries) == 2 * len(FAMILIES)
+    assert len(summaries) == 3 * len(FAMILIES)
     text = summaries[0].read_text()
     prov = json.loads(text)["provenance"]
     assert prov["site"] == "fixture-docs" and prov["site_hash"] == fixture_site().hash
@@ -192,3 +196,18 @@ def test_any_html_parses_and_facts_come_from_its_text(parts):
     text = root.text()
     for f in table_facts(root) + label_facts(root):
         assert f.answer in text and f.key in text and f.label in text
+
+
+@needs_browser
+def test_offline_tuning_replays_the_full_steps_with_grouped_cv(live, capsys):
+    import runpy
+    from pathlib import Path
+
+    script = Path(__file__).parents[1] / "benchmarks" / "tune_docs_reducer.py"
+    tune = runpy.run_path(str(script))
+    args = ["--episodes", str(live), "--sites", "fixture-docs", "--reducers", "full;bm25:top_k=2",
+            "--knob", "anchor:top_k=5,10"]  # fmt: skip
+    assert tune["main"](args) == 0
+    out = capsys.readouterr().out
+    assert "grouped CV over (site, family)" in out and "anchor:top_k=5" in out
+    assert tune["main"](["--episodes", str(live), "--knob", "anchor"]) == 2

@@ -29,6 +29,10 @@ from lrlab.docsite.tasks import FAMILIES, SEED, Task, load_tasks
 
 SLOW_MO_MS = 50  # BrowserGym's default 1 s pause after each Playwright call is for humans
 TIMEOUT_MS = 15_000
+# BrowserGym waits 0.5 s after each action before it reads the page, for pages whose scripts
+# still move things; a static documentation page is ready once its DOM is loaded (BrowserGym
+# waits for that first), and the search page's results are waited for by the policy
+PRE_OBSERVATION_DELAY_S = 0.1
 
 
 # Chromium leaves the sections of a ``content-visibility: auto`` page that are off screen out
@@ -143,8 +147,12 @@ class DocsEnv(MiniWoB):
         from browsergym.core.registration import register_task
 
         bgenv.Chat = ChatRecord  # the module's public name; no second browser
+        # BrowserGym gives a click 500 ms to find its element "visible, enabled and stable";
+        # a loaded machine rendering a page of thousands of lines misses that (the link was
+        # there, the click timed out: issue 34's failed navigate episodes), so a failed
+        # action is retried once with Playwright's force (BrowserGym's own public option)
         self.actions = HighLevelActionSet(subsets=["chat", "bid", "nav"], strict=False,
-                                          multiaction=False)  # fmt: skip
+                                          multiaction=False, retry_with_force=True)  # fmt: skip
         cls = _task_class()
 
         for family in FAMILIES:
@@ -176,6 +184,8 @@ class DocsEnv(MiniWoB):
                 headless=True,
                 action_mapping=self.actions.to_python_code,
                 pw_chromium_kwargs={"executable_path": self.chromium},
+                pre_observation_delay=PRE_OBSERVATION_DELAY_S,
+                disable_env_checker=True,  # gymnasium's check of the first step's spaces
             )
         return self._envs[family]
 

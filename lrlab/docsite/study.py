@@ -24,9 +24,11 @@ from lrlib.eval.intervals import bootstrap
 BIG_LINES = 9_000  # lrlib's latency is also reported on the steps of trees at least this big
 
 #: The study's reducers: the learned and program reducers with their injection guard on
-#: (default) and off, so what the guard costs in success on clean pages is measured.
-STUDY_REDUCERS = ("full", "truncate-agentlab", "bm25", "program", "program:guard=False",
-                  "learned", "learned:guard=False")  # fmt: skip
+#: (default) and off, so what the guard costs in success on clean pages is measured, and
+#: ``anchor`` (:mod:`lrlab.reducers.anchor`, its ``top_k`` chosen by grouped cross-validation
+#: on the development sites: ``benchmarks/tune_docs_reducer.py``).
+STUDY_REDUCERS = ("full", "truncate-agentlab", "bm25", "anchor", "program",
+                  "program:guard=False", "learned", "learned:guard=False")  # fmt: skip
 
 
 def episodes_frame(results: Sequence[dict[str, Any]]) -> Any:
@@ -111,6 +113,90 @@ def coverage(results: Sequence[dict[str, Any]], out: Path, policy: str) -> Any:
         for task, seeds in tasks.items():
             played += live_steps(out, policy, reducer, [task], sorted(seeds), "docs")
     return own_coverage(played, DocsScriptedPolicy(), max_sets=8) if played else None
+
+
+def relative_success(episodes: Any, base: str = "full", n_boot: int = 2000, seed: int = 0) -> Any:
+    """Each reducer's success relative to ``base``'s on the same tasks (their ratio), with a
+    95% interval from a paired bootstrap over tasks, per site and over all sites.
+
+    >>> import pandas as pd
+    >>> eps = pd.DataFrame({"reducer": ["full", "x"] * 4, "site": ["s"] * 8,
+    ...     "family": ["a"] * 8, "seed": [0, 0, 1, 1, 2, 2, 3, 3],
+    ...     "success": [True, True, True, False, True, True, False, False]})
+    >>> r = relative_success(eps)
+    >>> row = r[(r.reducer == "x") & (r.site == "all")].iloc[0]
+    >>> round(float(row["ratio"]), 3), int(row["n_tasks"])
+    (0.667, 4)
+    """
+    import numpy as np
+    import pandas as pd
+
+    frame = episodes.assign(key=episodes["site"] + "." + episodes["family"] + "."
+                            + episodes["seed"].astype(str))  # fmt: skip
+    wide = frame.pivot_table(index=["site", "key"], columns="reducer", values="success",
+                             aggfunc="max").astype(float)  # fmt: skip
+    rng = np.random.default_rng(seed)
+    rows = []
+    for site in ["all", *sorted(frame["site"].unique())]:
+        sub = wide if site == "all" else wide.xs(site, level="site", drop_level=False)
+        sub = sub.dropna()
+        if base not in sub or not len(sub):
+            continue
+        picks = rng.integers(0, len(sub), (n_boot, len(sub)))
+        b = sub[base].to_numpy()
+        for reducer in sub.columns:
+            x = sub[reducer].to_numpy()
+            with np.errstate(divide="ignore", invalid="ignore"):
+                boots = x[picks].sum(axis=1) / b[picks].sum(axis=1)
+            boots = boots[np.isfinite(boots)]
+            lo, hi = (np.quantile(boots, [0.025, 0.975]).tolist() if len(boots)
+                      else (float("nan"), float("nan")))  # fmt: skip
+            rows.append({"site": site, "reducer": reducer, "n_tasks": len(sub),
+                         "ratio": x.sum() / b.sum() if b.sum() else float("nan"),
+                         "ratio_lo": lo, "ratio_hi": hi})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def site_summary(episodes: Any, steps: Any) -> Any:
+    """:func:`success_table` and :func:`reduction_table` per site (a ``site`` column)."""
+    import pandas as pd
+
+    parts = []
+    for site in sorted(episodes["site"].unique()):
+        table = success_table(episodes[episodes["site"] == site])
+        red = reduction_table(steps[steps["site"] == site])
+        if red is not None:
+            table = table.merge(red, on="reducer", how="left")
+        parts.append(table.assign(site=site))
+    return pd.concat(parts, ignore_index=True) if parts else None
+
+
+_REASONS = (("no row", "row key dropped"), ("no column", "column header dropped"),
+            ("row and header", "row or header cells dropped"),
+            ("no heading", "heading dropped"), ("under", "labelled line dropped"),
+            ("no link", "link dropped"), ("did not arrive", "click did not navigate"),
+            ("no search box", "search box dropped"))  # fmt: skip
+
+
+def failure_reasons(episodes: Any) -> Any:
+    """Failed episodes per reducer by what the scripted policy missed (its stop message in
+    ``err_msg``); a failure without a stop is a wrong answer or a wrong page.
+
+    >>> import pandas as pd
+    >>> eps = pd.DataFrame({"reducer": ["a", "a", "a"], "success": [False, False, True],
+    ...     "err_msg": ["policy stopped: no row 'x'", None, None]})
+    >>> failure_reasons(eps).to_dict("index")
+    {'a': {'row key dropped': 1, 'wrong answer or page': 1}}
+    """
+
+    def reason(msg: Any) -> str:
+        if not isinstance(msg, str) or not msg:
+            return "wrong answer or page"
+        return next((name for key, name in _REASONS if key in msg), "other: " + msg[:40])
+
+    failed = episodes[~episodes["success"].astype(bool)]
+    kinds = failed["err_msg"].map(reason)
+    return failed.assign(reason=kinds).groupby(["reducer", "reason"]).size().unstack(fill_value=0)
 
 
 def summarise(
