@@ -21,6 +21,22 @@ from typing import Any
 
 from lrlib.eval.intervals import bootstrap
 
+__all__ = [
+    "BIG_LINES",
+    "STUDY_REDUCERS",
+    "episodes_frame",
+    "steps_frame",
+    "success_table",
+    "reduction_table",
+    "coverage",
+    "relative_success",
+    "site_summary",
+    "failure_reasons",
+    "summarise",
+    "plot_success_vs_reduction",
+    "overhead_ms",
+]
+
 BIG_LINES = 9_000  # lrlib's latency is also reported on the steps of trees at least this big
 
 #: The study's reducers: the learned and program reducers with their injection guard on
