@@ -21,10 +21,12 @@ REPO = Path(__file__).resolve().parents[1]
 # - "heavy": the modules that drive Debian's chromium or the embedded llama.cpp model; two at
 #   once would fight for the same two cores and miss their limits (the explorer's 1 s, page
 #   and model timeouts), and would start two llama servers;
-# - a module that builds a fixture of module scope: its tests share one worker, so the
-#   fixture (a live run, a JupyterLab, a trained model...) is built once, as without xdist.
+# - a module that builds a fixture of module (or session) scope: its tests share one worker,
+#   so the fixture (a live run, a JupyterLab, a trained model...) is built on one worker. A
+#   module fixture is still built again when the worker runs another module's test in between
+#   (pytest tears it down): the costliest (live episodes) are of session scope.
 HEAVY_MODULES = {"test_browser", "test_agent_live", "test_server"}
-_MODULE_FIXTURE = re.compile(r"fixture\(\s*scope=[\"'](module|package)[\"']")
+_MODULE_FIXTURE = re.compile(r"fixture\(\s*scope=[\"'](module|package|session)[\"']")
 
 
 @functools.cache
@@ -46,6 +48,7 @@ def pytest_configure(config):
         config.option.dist = "loadgroup"
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks into node ids
 def pytest_collection_modifyitems(config, items):
     """Put each test in its xdist group (above); without pytest-xdist the marks do nothing."""
     for item in items:

@@ -32,7 +32,9 @@ TASKS = "click-checkboxes,login-user"
 REDUCERS = "full;bm25:top_k=2"  # bm25 with 2 chunks drops lines the policy needs on some steps
 
 
-@pytest.fixture(scope="module")
+# session scope: xdist may run another module's test between two of this one's, which
+# would tear a module fixture down and play the episodes again (tests/conftest.py)
+@pytest.fixture(scope="session")
 def live_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("live")
     args = ["live", "--tasks", TASKS, "--seeds", "2", "--reducers", REDUCERS, "--jobs", "1",

@@ -107,7 +107,9 @@ def test_policy_stops_when_what_the_goal_names_is_missing():
     assert p.act("Do something else.", (), tree).stop
 
 
-@pytest.fixture(scope="module")
+# session scope: xdist may run another module's test between two of this one's, which
+# would tear a module fixture down and play the episodes again (tests/conftest.py)
+@pytest.fixture(scope="session")
 def live(tmp_path_factory):
     out = tmp_path_factory.mktemp("docs")
     args = ["live", "--env", "docs", "--site", str(FIXTURE), "--reducers", "full;bm25:top_k=2;anchor",

@@ -34,3 +34,39 @@ def test_plain_dash_n_distributes_by_group(pytestconfig):
     assert pytestconfig.getini("markers") and any(
         m.startswith("xdist_group") for m in pytestconfig.getini("markers")
     )
+
+
+def test_groups_really_keep_a_module_on_one_worker(tmp_path):
+    """The scheduling itself, in a pytest-xdist run of a small project that uses these hooks:
+    each module's tests land on one worker (pytest 9.2 silently broke this; the dev extra
+    pins pytest below it)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    here = Path(conftest.__file__)
+    (tmp_path / "conftest.py").write_text(
+        "import importlib.util\n"
+        f"spec = importlib.util.spec_from_file_location('repo_conftest', {str(here)!r})\n"
+        "repo = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(repo)\n"
+        "pytest_configure = repo.pytest_configure\n"
+        "pytest_collection_modifyitems = repo.pytest_collection_modifyitems\n"
+    )
+    for name in ("a", "b", "c"):
+        (tmp_path / f"test_{name}.py").write_text(
+            "import os\nimport pytest\n\n"
+            '@pytest.fixture(scope="module")\ndef built():\n    return 1\n\n'
+            '@pytest.mark.parametrize("i", range(6))\n'
+            "def test_it(built, i, record_property):\n"
+            f"    open({str(tmp_path / name)!r} + os.environ['PYTEST_XDIST_WORKER'], 'w').close()\n"
+        )
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-q",
+         "-p", "no:cacheprovider", str(tmp_path)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    for name in ("a", "b", "c"):
+        workers = sorted(p.name[1:] for p in tmp_path.glob(f"{name}gw*"))
+        assert len(workers) == 1, f"test_{name}.py ran on {workers}"
