@@ -122,7 +122,7 @@ def table_facts(root: El) -> list[Fact]:
         head = [clean(c.text()) for c in _cells(rows[0])]
         if not all(c.tag == "th" for c in _cells(rows[0])) or len(set(head)) != len(head):
             continue
-        if not all(head) or any(len(h) > 40 for h in head):
+        if not head or not all(head) or any(len(h) > 40 for h in head):  # no header row
             continue
         for row in rows[1:]:
             cells = _cells(row)
