@@ -29,15 +29,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def step_key(step: Step | AxTree) -> tuple[str, ...]:
-    """What a step's (or a parsed tree's) derived values depend on: its goal, tree and
-    history (a tree: its text).
+    """What a step's (or a parsed tree's) derived values depend on: its goal, tree, page URL
+    (``meta["url"]``: the guard reads the page's own host from it) and history (a tree: its
+    text).
 
     >>> step_key(Step(goal="g", tree="[1] link 'a'", history=("click('1')",)))
-    ('g', "[1] link 'a'", "click('1')")
+    ('g', "[1] link 'a'", '', "click('1')")
     """
     if isinstance(step, AxTree):
         return ("", step.text)
-    return (step.goal, step.tree, *step.history)
+    url = str((step.meta or {}).get("url") or "")
+    return (step.goal, step.tree, url, *step.history)
 
 
 def per_step(fn: F, size: int = SIZE) -> F:
