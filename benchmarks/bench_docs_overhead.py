@@ -56,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     from lrlab.agent.preprocess import ObsPreprocessor
     from lrlab.docsite.site import SiteError
     from lrlab.docsite.study import STUDY_REDUCERS
+    from lrlab.reducers import memo
     from lrlib.eval.evaluation import parse_spec
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -79,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         pre(obs)  # warm: models and lexicons load once
         times = []
         for _ in range(args.repeats):
+            memo.clear()  # every repetition a new step: nothing of the last one kept
             t = time.perf_counter()
             pre(obs)
             times.append(1e3 * (time.perf_counter() - t))

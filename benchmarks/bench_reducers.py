@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 
+from lrlab.reducers import memo
 from lrlib.data import dataset as data
 from lrlib.eval.evaluation import markdown_table, parse_spec
 from lrlib.reducers import get_reducer
@@ -31,6 +32,7 @@ def bench(spec: str, steps: list, **extra) -> dict:
     name, params = parse_spec(spec)
     reducer = get_reducer(name, **params, **extra)
     reducer.reduce(steps[0])  # warm-up: imports, lazy models
+    memo.clear()  # this reducer's own work, not what the warm-up or another reducer left
     lat, red = [], []
     for step in steps:
         r = reducer.reduce(step)

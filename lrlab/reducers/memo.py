@@ -21,11 +21,12 @@ import numpy as np
 from lrlib.core.axtree import AxTree
 from lrlib.core.step import Step
 
-__all__ = ["SIZE", "per_step", "step_key"]
+__all__ = ["SIZE", "clear", "per_step", "step_key"]
 
 SIZE = 64  # keys kept per function: a few steps' worth of every value of a sweep
 
 F = TypeVar("F", bound=Callable[..., Any])
+_MEMOS: list[OrderedDict] = []  # every memo, for clear()
 
 
 def step_key(step: Step | AxTree) -> tuple[str, ...]:
@@ -56,6 +57,7 @@ def per_step(fn: F, size: int = SIZE) -> F:
     """
     memo: OrderedDict[tuple, Any] = OrderedDict()
     lock = threading.Lock()
+    _MEMOS.append(memo)
 
     @functools.wraps(fn)
     def wrapper(step: Any, *args: Any) -> Any:
@@ -76,3 +78,14 @@ def per_step(fn: F, size: int = SIZE) -> F:
 
     wrapper.cache_clear = memo.clear  # type: ignore[attr-defined]
     return wrapper  # type: ignore[return-value]
+
+
+def clear() -> None:
+    """Empty every memo: a benchmark timing one reducer on one step again and again (or a
+    reducer after another that shares its work) measures the work, not the memo. Latencies
+    in an evaluation are measured with the memo, as users run it.
+
+    >>> clear()
+    """
+    for memo in _MEMOS:
+        memo.clear()
