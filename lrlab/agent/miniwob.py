@@ -48,12 +48,20 @@ def chromium_build(path: str | None = None) -> str:
     return " ".join(out.stdout.split()) or "unknown"
 
 
-def missing_packages() -> list[str]:
-    """The live extra's packages that are not installed (empty when ``lrlib live`` can run)."""
+LIVE_PACKAGES = {"browsergym.miniwob": "browsergym-miniwob", "miniwob": "miniwob",
+                 "browsergym.experiments": "browsergym-experiments"}  # fmt: skip
+
+
+def missing_packages(need: dict[str, str] | None = None) -> list[str]:
+    """The packages of ``need`` (module -> package; default: the live extra's, for MiniWoB)
+    that are not installed (empty when ``lrlib live`` can run).
+
+    >>> missing_packages({"json": "json"})
+    []
+    """
     from importlib.util import find_spec
 
-    need = {"browsergym.miniwob": "browsergym-miniwob", "miniwob": "miniwob",
-            "browsergym.experiments": "browsergym-experiments"}  # fmt: skip
+    need = LIVE_PACKAGES if need is None else need
     out = []
     for mod, pkg in need.items():
         try:

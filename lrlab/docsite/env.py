@@ -23,6 +23,7 @@ import warnings
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from lrlab.agent import miniwob
 from lrlab.agent.miniwob import ChatRecord, MiniWoB
 from lrlab.docsite.site import Server, Site, norm
 from lrlab.docsite.tasks import FAMILIES, SEED, Task, load_tasks
@@ -55,21 +56,9 @@ def page_path(url: str, base: str) -> str:
 
 def missing_packages() -> list[str]:
     """The packages ``lrlib live --env docs`` needs that are not installed."""
-    from importlib.util import find_spec
-
-    need = {
-        "browsergym.core": "browsergym-core",
-        "browsergym.experiments": "browsergym-experiments",
-    }
-    out = []
-    for mod, pkg in need.items():
-        try:
-            found = find_spec(mod) is not None
-        except ModuleNotFoundError:
-            found = False
-        if not found:
-            out.append(pkg)
-    return out
+    return miniwob.missing_packages(
+        {"browsergym.core": "browsergym-core", "browsergym.experiments": "browsergym-experiments"}
+    )
 
 
 def _task_class() -> type:
