@@ -23,7 +23,7 @@ from pathlib import Path
 
 from bench_core import tiled_tree
 
-from lrlab.reducers import learned as learned_module
+from lrlab.reducers import memo
 from lrlab.reducers.features import action_bids
 from lrlib.core import tokens
 from lrlib.core.step import Step
@@ -34,7 +34,7 @@ from lrlib.reducers import get_reducer
 def cold_run(reducer, step: Step) -> tuple[float, float]:
     """(step ms, select ms) of one cold reduction of a fresh copy of ``step``."""
     tokens.clear_line_memo()
-    learned_module._FEATURE_CACHE.clear()
+    memo.clear()  # features, page costs, guard verdicts: every per-step memo
     action_bids.cache_clear()
     fresh = Step(goal=step.goal, tree=step.tree, history=step.history, meta=step.meta)
     t0 = time.perf_counter()

@@ -45,6 +45,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Sequence
@@ -64,6 +65,7 @@ from lrlab.reducers.budget import (
     whole_lines,
 )
 from lrlab.reducers.features import FEATURES, carriers, line_features
+from lrlab.reducers.memo import per_step
 from lrlab.reducers.suspect import line_reasons, own_hosts, suspect_lines
 from lrlib.core.step import Step
 from lrlib.reducers.base import Knob, Output, Reducer, get_reducer, lines_output, register_reducer  # noqa: F401 (doctest)
@@ -141,26 +143,20 @@ def load_model(path: str | Path = MODEL_FILE) -> tuple[LineModel, dict[str, Any]
     return LineModel.from_dict(record["model"]), record
 
 
-_FEATURE_CACHE: dict[tuple[str, str, tuple[str, ...]], np.ndarray] = {}
 FEATURE_CACHE_SIZE = 512  # trees; a budget sweep re-reduces the same steps per value
 
 
+@functools.partial(per_step, size=FEATURE_CACHE_SIZE)
 def cached_features(step: Step) -> np.ndarray:
-    """:func:`.features.line_features` of ``step``, memoised on its goal, tree and history
-    (read-only: the array is shared), so that sweeping a knob computes features once.
+    """:func:`.features.line_features` of ``step``, memoised per step
+    (:func:`lrlab.reducers.memo.per_step`; read-only: the array is shared), so that sweeping
+    a knob computes features once.
 
     >>> s = Step(goal="Open the cart", tree="[1] link 'Cart'")
     >>> cached_features(s) is cached_features(Step(goal=s.goal, tree=s.tree))
     True
     """
-    key = (step.goal, step.tree, tuple(step.history))
-    X = _FEATURE_CACHE.get(key)
-    if X is None:
-        if len(_FEATURE_CACHE) >= FEATURE_CACHE_SIZE:
-            _FEATURE_CACHE.pop(next(iter(_FEATURE_CACHE)))  # oldest first
-        X = _FEATURE_CACHE[key] = line_features(step)
-        X.setflags(write=False)
-    return X
+    return line_features(step)
 
 
 KNOBS = ("budget", "overhead", "floor", "rescue")
