@@ -251,6 +251,19 @@ _FORM_ROLES = frozenset(r for r in ROLE_OF if role_group(r) == "form")
 
 
 @per_step
+def step_context(step: Step) -> list[list[int]]:
+    """:func:`lrlib.data.evidence.context_lines` of ``step``'s tree, once per step (the
+    program reducer's context and the learned reducer's companions both read it).
+
+    >>> step_context(Step(goal="g", tree="[1] radiogroup 'Size'\\n\\t[2] radio 'S'"))
+    [[], [1]]
+    """
+    from lrlib.data.evidence import context_lines
+
+    return context_lines(step.axtree)
+
+
+@per_step
 def companion_lines(step: Step) -> list[list[int]]:
     """What a kept line of ``step`` brings with it, for :func:`rank_lines`'s ``companions``
     (0-based): its question, label or name text (:func:`lrlib.data.evidence.context_lines`)
@@ -260,9 +273,7 @@ def companion_lines(step: Step) -> list[list[int]]:
     >>> companion_lines(Step(goal="g", tree="[1] radiogroup 'Size'\\n\\t[2] radio 'S'"))
     [[], [0]]
     """
-    from lrlib.data.evidence import context_lines
-
-    out = [[m - 1 for m in c] if c else [] for c in context_lines(step.axtree)]  # most: none
+    out = [[m - 1 for m in c] if c else [] for c in step_context(step)]  # most: none
     if SEARCHED_ROWS:
         for i, row in searched_rows(step).items():
             out[i] = out[i] + [j for j in row if j != i and j not in out[i]]

@@ -52,6 +52,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from lrlab.reducers.budget import step_context
 from lrlab.reducers.features import history_bids, kids_text, line_names, role_group, unfocused
 from lrlab.reducers.lexicon import goal_terms, stem, term_matcher
 from lrlab.reducers.memo import per_step
@@ -266,11 +267,3 @@ def with_context(step: Step, lines: list[int]) -> list[int]:
     """
     ctx = step_context(step)
     return sorted({*lines, *(m for n in lines for m in ctx[n - 1])})
-
-
-@per_step
-def step_context(step: Step) -> list[list[int]]:
-    """:func:`lrlib.data.evidence.context_lines` of ``step``'s tree (memoised)."""
-    from lrlib.data.evidence import context_lines
-
-    return context_lines(step.axtree)
