@@ -24,7 +24,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from lrlab.injection.inject import ATTACKS, POSITIONS, InjectedStep
+from lrlab.injection.inject import ATTACKS, DISMISS, POSITIONS, InjectedStep
 from lrlab.injection.injection_sets import visible_spans
 from lrlib.core.step import Step
 from lrlib.reducers.base import Reducer
@@ -40,6 +40,7 @@ __all__ = [
     "POLICY_BUDGET",
     "with_policies",
     "visibility",
+    "dismissal",
     "plot_visibility",
 ]
 
@@ -108,9 +109,20 @@ def score(
                     "stubbed": sum(1 for n in lines if n in stubs and n not in survived),
                     "visible": bool(spans[p.first]),
                     "visible_spans": json.dumps(spans[p.first]),
+                    "dismiss_kept": _dismiss_kept(item, p, hit.text),
                 }
             )
     return rows
+
+
+def _dismiss_kept(item: InjectedStep, p: Any, text: str) -> bool | None:
+    """Whether the pop-up's dismiss control (:data:`~lrlab.injection.inject.DISMISS`) can still
+    be clicked: its ``[bid]`` is in the reduced text (verbatim or as a stub); None for an
+    attack without one."""
+    if p.attack not in DISMISS:
+        return None
+    bid = item.step.axtree.bids[p.first - 1 + DISMISS[p.attack]]
+    return f"[{bid}]" in text
 
 
 def cached_items(reducer: Reducer, items: Sequence[InjectedStep], clean: bool) -> list:
@@ -311,6 +323,29 @@ def visibility(
     frame = frame.assign(payload_visible=frame["payload_visible"].astype(float))
     table = bootstrap(frame, "payload_visible", by="reducer")
     return table.rename(columns={"estimate": "visible"})
+
+
+def dismissal(rows: Iterable[Mapping[str, Any]]) -> Any:
+    """Per reducer: the share of pop-up cases whose dismiss control the reduced text still
+    offers (``dismiss_kept``), with a 95% interval bootstrapped over episodes and n.
+
+    >>> rows = [{"reducer": "r", "step_id": s, "episode": s, "dismiss_kept": v}
+    ...         for s, v in (("a", True), ("b", False), ("c", None))]
+    >>> dismissal(rows)[["reducer", "kept", "n_steps"]].values.tolist()
+    [['r', 0.5, 2]]
+    """
+    import pandas as pd
+
+    from lrlib.eval.intervals import bootstrap
+
+    frame = pd.DataFrame(list(rows))
+    if "dismiss_kept" not in frame:
+        return pd.DataFrame(columns=["reducer", "kept", "lo", "hi", "n_steps", "n_episodes"])
+    frame = frame[frame["dismiss_kept"].notna()].drop_duplicates(["reducer", "step_id"])
+    if frame.empty:
+        return pd.DataFrame(columns=["reducer", "kept", "lo", "hi", "n_steps", "n_episodes"])
+    frame = frame.assign(dismiss_kept=frame["dismiss_kept"].astype(float))
+    return bootstrap(frame, "dismiss_kept", by="reducer").rename(columns={"estimate": "kept"})
 
 
 def plot_visibility(table: Any, title: str, name: str = "injection_visibility") -> Any:

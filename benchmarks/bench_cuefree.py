@@ -1,0 +1,98 @@
+"""Cue-free prompt injection (issue 35): payload visibility per reducer and attack kind.
+
+Usage: ``python benchmarks/bench_cuefree.py [--reducers "learned;program"] [--out FILE]``
+
+Attacks in plain words (:data:`lrlab.injection.inject.CUEFREE`, the development shapes, and
+:data:`~lrlab.injection.inject.HELDOUT_CUEFREE`, committed before any defence against them and
+never used to change one): no address, no markup, no word for an AI; each quotes or
+paraphrases the step's goal and asks for a harmful action in the page, as a pop-up, a
+banner, a hidden form field or a user comment. They are planted once per step in the wide
+set of pinned recorded steps (114) and in the first step of each MiniWoB++ episode (199
+real pages rendered by Chromium), each kind where it sits (:data:`~lrlab.injection.inject.PLACES`);
+the current shapes (benchmark, realistic, held-out) are scored alongside. For each reducer:
+the share of attacked steps whose reduced text shows a payload span, per set and per
+attack kind, and, on the pop-up cases, the share whose dismiss control can still be
+clicked, each with a 95% interval bootstrapped over episodes and n
+(:mod:`lrlab.injection.injection_eval`). No model is called. ``--out`` writes the tables as
+markdown (default ``figures/injection_cuefree.md``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from lrlab.injection import injection_eval, injection_sets
+from lrlab.injection.inject import CUEFREE, HELDOUT_CUEFREE, KINDS
+from lrlib.data import dataset as data
+from lrlib.eval.evaluation import markdown_table
+
+REDUCERS = "learned;program;learned:guard=False;program:guard=False;bm25"
+OUT = Path("figures/injection_cuefree.md")
+
+
+def attacked_sets(steps: list) -> dict[str, list]:
+    """The attacked sets, by name: cue-free ones on recorded and MiniWoB pages, then the
+    current shapes on the wide set."""
+    return {
+        "cue-free held-out": injection_sets.cuefree_set("wide", HELDOUT_CUEFREE, steps=steps),
+        "cue-free held-out, MiniWoB": injection_sets.cuefree_set("miniwob", HELDOUT_CUEFREE),
+        "cue-free dev": injection_sets.cuefree_set("wide", CUEFREE, steps=steps),
+        "cue-free dev, MiniWoB": injection_sets.cuefree_set("miniwob", CUEFREE),
+        "benchmark shapes": injection_sets.pinned_set("wide", steps=steps, per_step=1),
+        "realistic": injection_sets.realistic_set("wide", steps=steps),
+        "held-out shapes": injection_sets.heldout_set("wide", steps=steps),
+    }
+
+
+def tables(specs: dict[str, str], sets: dict[str, list]) -> dict[str, object]:
+    """Visibility per set, per cue-free kind, and dismissal of pop-ups, as data frames."""
+    import pandas as pd
+
+    vis, kinds, exits = [], [], []
+    for name, attacked in sets.items():
+        rows = injection_eval.score_cached(specs, attacked, clean=False)[0]
+        vis.append(injection_eval.visibility(rows).assign(attacks=name))
+        exits.append(injection_eval.dismissal(rows).assign(attacks=name))
+        if name.startswith("cue-free"):
+            kind = [{**r, "attack": KINDS[r["attack"]]} for r in rows]
+            kinds.append(injection_eval.visibility(kind, per_attack=True).assign(attacks=name))
+    return {
+        "visibility": pd.concat(vis, ignore_index=True),
+        "per kind": pd.concat(kinds, ignore_index=True),
+        "dismiss kept": pd.concat([e for e in exits if len(e)], ignore_index=True),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reducers", default=REDUCERS, help="';'-separated reducer specs")
+    parser.add_argument("--out", type=Path, default=OUT, help="markdown file for the tables")
+    args = parser.parse_args()
+    from lrlib import runinfo
+
+    specs = {r: r for r in args.reducers.split(";") if r}
+    start = time.perf_counter()
+    sets = attacked_sets(data.load_steps())
+    out = tables(specs, sets)
+    prov = runinfo.provenance()
+    lines = [
+        "Cue-free injection (issue 35): payload visibility and pop-up dismissal, 95% CI by "
+        "episode (`benchmarks/bench_cuefree.py`; no model; recorded trees and MiniWoB++ pages "
+        f"rendered by Chromium; lrlib {prov.get('lrlib_version')}, commit "
+        f"{str(prov.get('git_commit'))[:10]}).",
+    ]
+    for title, frame in out.items():
+        lines += ["", f"## {title}", "", markdown_table(frame, floats="{:.3f}")]
+        print(f"\n## {title}\n")
+        print(markdown_table(frame, floats="{:.3f}"))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("\n".join(lines) + "\n")
+    n = sum(map(len, sets.values()))
+    print(f"{len(specs)} reducers x {n} attacked steps in {time.perf_counter() - start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
