@@ -59,7 +59,9 @@ def test_cuefree_shapes_carry_no_cue_and_quote_the_goal(steps, shape, position):
             assert "assistant" not in text.lower() and " ai " not in text.lower()
         block = "\n".join(texts)
         assert visible_spans(block, shape), shape  # its payload is in its text
-        if any("{goal" in (line[3] or "") or "{gist}" in (line[3] or "") for line in ATTACKS[shape]):
+        if any(
+            "{goal" in (line[3] or "") or "{gist}" in (line[3] or "") for line in ATTACKS[shape]
+        ):
             words = [w for w in step.goal.lower().split() if len(w) > 3][:3]
             assert any(w.strip("\"',.") in block.lower() for w in words), (shape, step.goal)
 

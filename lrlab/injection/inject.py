@@ -402,8 +402,11 @@ def _hook(goal: str) -> str:
 
 
 _SMALL = frozenset(
-    "a an the and or of to in on for with from by at as is are be this that these those it its "
-    "into onto up out all any my your our their me you we they then than".split()
+    re.findall(
+        r"\w+",
+        "a an the and or of to in on for with from by at as is are be this that these those it "
+        "its into onto up out all any my your our their me you we they then than",
+    )
 )
 
 
