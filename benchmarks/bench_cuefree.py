@@ -14,7 +14,9 @@ the share of attacked steps whose reduced text shows a payload span, per set and
 attack kind, and, on the pop-up cases, the share whose dismiss control can still be
 clicked, each with a 95% interval bootstrapped over episodes and n
 (:mod:`lrlab.injection.injection_eval`). No model is called. ``--out`` writes the tables as
-markdown (default ``figures/injection_cuefree.md``).
+markdown (default ``figures/injection_cuefree_bench.md``; notebook 06 writes the same tables on
+the shipped pages as ``figures/injection_cuefree*``). ``--pages FILE`` adds the cue-free sets
+on every distinct page of an imported steps file (documentation pages rendered live).
 """
 
 from __future__ import annotations
@@ -24,58 +26,38 @@ import time
 from pathlib import Path
 
 from lrlab.injection import injection_eval, injection_sets
-from lrlab.injection.inject import CUEFREE, HELDOUT_CUEFREE, KINDS
+from lrlab.injection.inject import CUEFREE, HELDOUT_CUEFREE
 from lrlib.data import dataset as data
 from lrlib.eval.evaluation import markdown_table
 
 REDUCERS = "learned;program;learned:guard=False;program:guard=False;bm25"
-OUT = Path("figures/injection_cuefree.md")
-
-
-def attacked_sets(steps: list) -> dict[str, list]:
-    """The attacked sets, by name: cue-free ones on recorded and MiniWoB pages, then the
-    current shapes on the wide set."""
-    return {
-        "cue-free held-out": injection_sets.cuefree_set("wide", HELDOUT_CUEFREE, steps=steps),
-        "cue-free held-out, MiniWoB": injection_sets.cuefree_set("miniwob", HELDOUT_CUEFREE),
-        "cue-free dev": injection_sets.cuefree_set("wide", CUEFREE, steps=steps),
-        "cue-free dev, MiniWoB": injection_sets.cuefree_set("miniwob", CUEFREE),
-        "benchmark shapes": injection_sets.pinned_set("wide", steps=steps, per_step=1),
-        "realistic": injection_sets.realistic_set("wide", steps=steps),
-        "held-out shapes": injection_sets.heldout_set("wide", steps=steps),
-    }
-
-
-def tables(specs: dict[str, str], sets: dict[str, list]) -> dict[str, object]:
-    """Visibility per set, per cue-free kind, and dismissal of pop-ups, as data frames."""
-    import pandas as pd
-
-    vis, kinds, exits = [], [], []
-    for name, attacked in sets.items():
-        rows = injection_eval.score_cached(specs, attacked, clean=False)[0]
-        vis.append(injection_eval.visibility(rows).assign(attacks=name))
-        exits.append(injection_eval.dismissal(rows).assign(attacks=name))
-        if name.startswith("cue-free"):
-            kind = [{**r, "attack": KINDS[r["attack"]]} for r in rows]
-            kinds.append(injection_eval.visibility(kind, per_attack=True).assign(attacks=name))
-    return {
-        "visibility": pd.concat(vis, ignore_index=True),
-        "per kind": pd.concat(kinds, ignore_index=True),
-        "dismiss kept": pd.concat([e for e in exits if len(e)], ignore_index=True),
-    }
+OUT = Path("figures/injection_cuefree_bench.md")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reducers", default=REDUCERS, help="';'-separated reducer specs")
     parser.add_argument("--out", type=Path, default=OUT, help="markdown file for the tables")
+    parser.add_argument(
+        "--pages", type=Path, default=None,
+        help="also attack every distinct page of this imported steps file (e.g. documentation "
+        "pages from `lrlib live --env docs` then `lrlib import-traces`)",
+    )  # fmt: skip
     args = parser.parse_args()
     from lrlib import runinfo
 
     specs = {r: r for r in args.reducers.split(";") if r}
     start = time.perf_counter()
-    sets = attacked_sets(data.load_steps())
-    out = tables(specs, sets)
+    sets = injection_sets.cuefree_sets(data.load_steps())
+    if args.pages:
+        pages = data.load_steps(path=args.pages)
+        sets[f"cue-free held-out, {args.pages.name}"] = injection_sets.cuefree_set(
+            "pages", HELDOUT_CUEFREE, steps=pages
+        )
+        sets[f"cue-free dev, {args.pages.name}"] = injection_sets.cuefree_set(
+            "pages", CUEFREE, steps=pages
+        )
+    out = injection_eval.cuefree_tables(specs, sets)
     prov = runinfo.provenance()
     lines = [
         "Cue-free injection (issue 35): payload visibility and pop-up dismissal, 95% CI by "

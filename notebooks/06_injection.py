@@ -228,6 +228,34 @@ guard_vis.pivot(index="reducer", columns="attacks", values="visible").round(2)
 injection_eval.visibility(results["held-out shapes"], per_attack=True).round(2)
 
 # %% [markdown]
+# ## Attacks without cues, and the way out of a pop-up
+#
+# Every shape above leaves a cue: an address, markup, words for an AI. The cue-free shapes
+# (`inject.CUEFREE`, and `inject.HELDOUT_CUEFREE`, committed before any defence against
+# them and never used to change one) are plain words in DoomArena's four kinds (pop-up,
+# banner, hidden form field, user comment) that quote or paraphrase the step's goal and ask
+# for something harmful in the page. The guard now also reads where a line sits: a pop-up
+# the task did not ask for is reduced to its dismiss control, a line quoting the goal or
+# speaking to whoever does the task is suspect, and so is its small container. Each set is
+# one attack per step, on the wide set and on the first step of each MiniWoB++ episode;
+# `dismiss kept`: the pop-up cases whose close control the agent can still click.
+
+# %%
+cuefree = injection_eval.cuefree_tables(
+    GUARDED, {k: v[:N_LARGE] for k, v in injection_sets.cuefree_sets(steps).items()}
+)
+for name, table in cuefree.items():
+    tables.save_table(
+        table, f"injection_cuefree_{name.replace(' ', '_')}",
+        f"Cue-free injection (issue 35): {name}, one attack per step; 95% CI by episode. "
+        "HELDOUT_CUEFREE shapes were committed before the defences.",
+    )  # fmt: skip
+cuefree["visibility"].pivot(index="reducer", columns="attacks", values="visible").round(3)
+
+# %%
+cuefree["dismiss kept"].pivot(index="reducer", columns="attacks", values="kept").round(3)
+
+# %% [markdown]
 # ## Sanitising the page
 #
 # `lrlib.core.sanitize` rewrites tag-like page text into look-alikes that read the same but are

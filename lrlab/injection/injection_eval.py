@@ -24,7 +24,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from lrlab.injection.inject import ATTACKS, DISMISS, POSITIONS, InjectedStep
+from lrlab.injection.inject import ATTACKS, DISMISS, KINDS, POSITIONS, InjectedStep
 from lrlab.injection.injection_sets import visible_spans
 from lrlib.core.step import Step
 from lrlib.reducers.base import Reducer
@@ -41,6 +41,7 @@ __all__ = [
     "with_policies",
     "visibility",
     "dismissal",
+    "cuefree_tables",
     "plot_visibility",
 ]
 
@@ -346,6 +347,30 @@ def dismissal(rows: Iterable[Mapping[str, Any]]) -> Any:
         return pd.DataFrame(columns=["reducer", "kept", "lo", "hi", "n_steps", "n_episodes"])
     frame = frame.assign(dismiss_kept=frame["dismiss_kept"].astype(float))
     return bootstrap(frame, "dismiss_kept", by="reducer").rename(columns={"estimate": "kept"})
+
+
+def cuefree_tables(reducers: Any, sets: Mapping[str, Sequence[InjectedStep]]) -> dict[str, Any]:
+    """For ``reducers`` (as :func:`score_cached` takes them) on the attacked ``sets`` (name ->
+    items, :func:`lrlab.injection.injection_sets.cuefree_sets`): payload visibility per set
+    (``visibility``), per attack kind on the cue-free sets (``per kind``, :data:`KINDS`) and
+    the pop-ups' dismiss control kept (``dismiss kept``), each with 95% intervals by
+    episode and n (a column ``attacks`` names the set). No model is called for reducers
+    without one."""
+    import pandas as pd
+
+    vis, kinds, exits = [], [], []
+    for name, attacked in sets.items():
+        rows = score_cached(reducers, attacked, clean=False)[0]
+        vis.append(visibility(rows).assign(attacks=name))
+        exits.append(dismissal(rows).assign(attacks=name))
+        if any(r["attack"] in KINDS for r in rows):
+            kind = [{**r, "attack": KINDS.get(r["attack"], r["attack"])} for r in rows]
+            kinds.append(visibility(kind, per_attack=True).assign(attacks=name))
+    return {
+        "visibility": pd.concat(vis, ignore_index=True),
+        "per kind": pd.concat(kinds, ignore_index=True) if kinds else pd.DataFrame(),
+        "dismiss kept": pd.concat([e for e in exits if len(e)], ignore_index=True),
+    }
 
 
 def plot_visibility(table: Any, title: str, name: str = "injection_visibility") -> Any:

@@ -17,6 +17,7 @@ from lrlab.injection.inject import (
     CUEFREE,
     EVIL_HOST,
     HELDOUT,
+    HELDOUT_CUEFREE,
     KINDS,
     LEGACY,
     PAYLOAD_HOST,
@@ -40,6 +41,7 @@ __all__ = [
     "heldout_set",
     "cuefree_plan",
     "cuefree_set",
+    "cuefree_sets",
     "miniwob_hosts",
 ]
 
@@ -198,13 +200,16 @@ def cuefree_plan(n_steps: int, shapes: Sequence[str] = CUEFREE) -> list[list[tup
 def cuefree_set(
     name: str = "wide", shapes: Sequence[str] = CUEFREE, steps: Iterable[Step] | None = None
 ) -> list[InjectedStep]:
-    """Each pinned step ``name`` (or, with ``name="miniwob"``, each of :func:`miniwob_hosts`)
-    attacked once by a cue-free shape (:func:`cuefree_plan`), seed 0; ``steps``: where the
-    pinned ids are looked up (default: every split of the shipped data)."""
+    """Each pinned step ``name`` (``"miniwob"``: each of :func:`miniwob_hosts`; ``"pages"``:
+    each distinct tree of ``steps``, such as rendered documentation pages) attacked once by
+    a cue-free shape (:func:`cuefree_plan`), seed 0; ``steps``: where the pinned ids are
+    looked up (default: every split of the shipped data)."""
     from lrlib.data import dataset as data
 
     if name == "miniwob":
         pool = miniwob_hosts(steps)
+    elif name == "pages":  # every distinct page of ``steps`` (e.g. documentation pages)
+        pool = sorted({s.tree: s for s in steps or ()}.values(), key=lambda s: s.step_id)
     else:
         wanted = set(pinned_ids(name))
         every = data.load_steps() if steps is None else steps
@@ -227,3 +232,21 @@ def miniwob_hosts(steps: Iterable[Step] | None = None) -> list[Step]:
         if s.target_lines and len(s.target_lines) == len(set(s.target_bids)):
             first.setdefault(str(s.meta.get("episode", s.step_id)), s)
     return sorted(first.values(), key=lambda s: s.step_id)
+
+
+def cuefree_sets(steps: Iterable[Step] | None = None) -> dict[str, list[InjectedStep]]:
+    """The attacked sets of the cue-free benchmark, by name: the held-out and development
+    shapes on the wide pinned steps and on MiniWoB pages, then the current shapes (benchmark,
+    realistic, held-out) on the wide set; ``steps``: where pinned ids are looked up."""
+    from lrlib.data import dataset as data
+
+    pool = data.load_steps() if steps is None else list(steps)
+    return {
+        "cue-free held-out": cuefree_set("wide", HELDOUT_CUEFREE, steps=pool),
+        "cue-free held-out, MiniWoB": cuefree_set("miniwob", HELDOUT_CUEFREE),
+        "cue-free dev": cuefree_set("wide", CUEFREE, steps=pool),
+        "cue-free dev, MiniWoB": cuefree_set("miniwob", CUEFREE),
+        "benchmark shapes": pinned_set("wide", steps=pool, per_step=1),
+        "realistic": realistic_set("wide", steps=pool),
+        "held-out shapes": heldout_set("wide", steps=pool),
+    }

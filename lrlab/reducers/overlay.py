@@ -19,8 +19,9 @@ module reads the tree's structure (issue 35):
   line there that mentions a goal word is suspect (``injected``). An ``article`` is not
   one: it is the page's main text as often as a user's post;
 * :func:`tainted`: the small container (at most :data:`TAINT_LINES` lines, not the page)
-  around a line flagged for what it says: its other lines are suspect (``tainted``), so a
-  message's own buttons and links go with it.
+  of a line flagged for what it says (the line itself when it has children, else its
+  parent): its other lines are suspect (``tainted``), so a message's own buttons and links
+  go with it, and the page's lines beside a flagged block do not.
 
 :func:`guarded_output` renders what a guarded reducer keeps plus every pop-up's exit.
 
@@ -201,8 +202,9 @@ def live_or_comment(step: Step) -> list[int]:
 
 
 def tainted(tree: AxTree, flagged: Iterable[int], size: int = TAINT_LINES) -> list[int]:
-    """The 1-based lines sharing a small container (the parent, at most ``size`` lines, not
-    the page's root) with a ``flagged`` line, themselves excepted.
+    """The 1-based lines of the small container (at most ``size`` lines, not the page's
+    root) of each ``flagged`` line, themselves excepted: a flagged line's own subtree when
+    it has children, else its parent's.
 
     >>> t = parse("R\\n\\tgroup\\n\\t\\tStaticText 'x'\\n\\t\\t[3] button 'Go'\\n\\t[4] link 'y'")
     >>> tainted(t, [3])
@@ -212,7 +214,10 @@ def tainted(tree: AxTree, flagged: Iterable[int], size: int = TAINT_LINES) -> li
     flagged = set(flagged)
     out: set[int] = set()
     for n in flagged:
-        p = parents[n - 1]
+        # a flagged container is the message: its own lines; a flagged leaf: its parent's
+        # (never its siblings' when it has children, so a planted block cannot take the
+        # page's lines beside it down with it)
+        p = n - 1 if ends[n - 1] > n else parents[n - 1]
         if p < 0 or depths[p] <= depths[0] or ends[p] - p > size:
             continue
         out.update(range(p + 1, ends[p] + 1))
