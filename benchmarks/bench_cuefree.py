@@ -22,6 +22,8 @@ on every distinct page of an imported steps file (documentation pages rendered l
 from __future__ import annotations
 
 import argparse
+import contextlib
+import re
 import time
 from pathlib import Path
 
@@ -34,10 +36,58 @@ REDUCERS = "learned;program;learned:guard=False;program:guard=False;bm25"
 OUT = Path("figures/injection_cuefree_bench.md")
 
 
+# each defence of the guard switched off in turn (issue 35: measure each, keep what works)
+ABLATIONS = {
+    "all defences": {},
+    "no pop-up rule": {"overlays": lambda step: {}, "exits": lambda step: {}},
+    "no dismiss control kept": {"exits": lambda step: {}},
+    "no quote rule": {"quotes": lambda text, grams, size=5: False},
+    "no aside rule": {"_SPEAKS": re.compile(r"(?!)")},
+    "no live-region/comment rule": {"live_or_comment": lambda step: []},
+    "no container taint": {"tainted": lambda tree, flagged, size=12: []},
+}
+
+
+def ablation(sets: dict[str, list]) -> object:
+    """Payload visibility and dismissal of the guarded learned and program reducers with
+    each defence off (:data:`ABLATIONS`), and the lines flagged on the clean pages."""
+    from unittest import mock
+
+    import pandas as pd
+
+    from lrlab.reducers import memo, overlay, suspect
+    from lrlib.paths import miniwob_path
+
+    clean = data.load_steps() + data.load_steps(path=miniwob_path())
+    rows = []
+    for name, patches in ABLATIONS.items():
+        with contextlib.ExitStack() as stack:
+            for attr, value in patches.items():
+                stack.enter_context(mock.patch.object(suspect, attr, value))
+                if hasattr(overlay, attr):
+                    stack.enter_context(mock.patch.object(overlay, attr, value))
+            memo.clear()
+            tables = injection_eval.cuefree_tables(
+                {"learned": "learned", "program": "program"}, sets
+            )
+            flagged = sum(len(suspect.suspect_lines(s)) for s in clean)
+            vis = tables["visibility"].assign(defences=name, clean_flags=flagged)
+            exits = tables["dismiss kept"][["reducer", "attacks", "kept"]]
+            rows.append(vis.merge(exits, on=["reducer", "attacks"], how="left"))
+    memo.clear()
+    keep = ["defences", "reducer", "attacks", "visible", "lo", "hi", "n_steps", "kept",
+            "clean_flags"]  # fmt: skip
+    return pd.concat(rows, ignore_index=True)[keep]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reducers", default=REDUCERS, help="';'-separated reducer specs")
     parser.add_argument("--out", type=Path, default=OUT, help="markdown file for the tables")
+    parser.add_argument(
+        "--ablate", action="store_true",
+        help="also switch each defence off in turn (learned and program, cue-free sets)",
+    )  # fmt: skip
     parser.add_argument(
         "--pages", type=Path, default=None,
         help="also attack every distinct page of this imported steps file (e.g. documentation "
@@ -58,6 +108,9 @@ def main() -> int:
             "pages", CUEFREE, steps=pages
         )
     out = injection_eval.cuefree_tables(specs, sets)
+    if args.ablate:
+        cuefree = {k: v for k, v in sets.items() if k.startswith("cue-free")}
+        out["ablation"] = ablation(cuefree)
     prov = runinfo.provenance()
     lines = [
         "Cue-free injection (issue 35): payload visibility and pop-up dismissal, 95% CI by "
