@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from lrlab.injection.inject import CUEFREE, HELDOUT, LEGACY, REALISTIC, inject
 from lrlab.injection.injection_sets import visible_spans
+from lrlab.reducers.overlay import exits
 from lrlab.reducers.suspect import (
     REASONS,
     STRUCTURE,
@@ -18,6 +19,8 @@ from lrlab.reducers.suspect import (
     hosts,
     line_reasons,
     own_hosts,
+    quote_grams,
+    quotes,
     suspect_lines,
 )
 from lrlib.core.step import Step
@@ -224,3 +227,37 @@ def test_a_guarded_reducer_never_keeps_a_flagged_line(attacked, data):
     assert flagged
     for name in ("learned", "program"):
         assert not set(get_reducer(name).reduce(planted).kept) & flagged, name
+
+
+def _read_every_line(step: Step) -> dict[int, tuple[str, ...]]:
+    """What suspect_lines says about each line's text, reading every line (no page search)."""
+    own, named = own_hosts(step)
+    grams = quote_grams(step.goal)
+    out = {}
+    for i, text in enumerate(step.axtree.texts, 1):
+        reasons = line_reasons(text, own, named) + (("quote",) if quotes(text, grams) else ())
+        if reasons:
+            out[i] = reasons
+    return out
+
+
+def test_the_page_search_finds_every_line_reading_each_would(recorded):
+    """suspect_lines searches the whole page for candidates, then reads those lines: the same
+    text verdicts as reading every line, on clean pages and attacked ones of every shape."""
+    from lrlab.injection.inject import ATTACKS
+
+    pool = [s for s in recorded if s.target_lines][::7]
+    shapes = list(ATTACKS)
+    checked = 0
+    for k, step in enumerate(pool):
+        for s in (step, inject(step, [(shapes[k % len(shapes)], "top"),
+                                      (shapes[(k + 5) % len(shapes)], "near-target")]).step):  # fmt: skip
+            want = _read_every_line(s)
+            got = {
+                n: tuple(r for r in rs if r not in STRUCTURE) for n, rs in suspect_lines(s).items()
+            }
+            got = {n: r for n, r in got.items() if r}
+            exits_ = set(exits(s))
+            assert got == {n: r for n, r in want.items() if n not in exits_}, s.step_id
+            checked += len(want)
+    assert checked > 100

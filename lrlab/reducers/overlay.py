@@ -50,6 +50,7 @@ from lrlib.reducers.base import Output, lines_output
 __all__ = [
     "TAINT_LINES",
     "subtree_ends",
+    "subtree_end",
     "overlays",
     "exits",
     "live_or_comment",
@@ -101,6 +102,20 @@ def subtree_ends(tree: AxTree) -> list[int]:
     return ends
 
 
+def subtree_end(tree: AxTree, i: int) -> int:
+    """The 0-based index after the last descendant of line ``i`` (:func:`subtree_ends` of
+    one line, read forward from it).
+
+    >>> from lrlib.core.axtree import parse
+    >>> subtree_end(parse("a\\n\\tb\\n\\t\\tc\\n\\td"), 1)
+    3
+    """
+    depths, j = tree.depths, i + 1
+    while j < len(depths) and depths[j] > depths[i]:
+        j += 1
+    return j
+
+
 def _blocks(role: str | None, text: str) -> bool:
     """A pop-up that stands between the agent and the page: ``modal=True``, an
     ``alertdialog``, or a ``dialog`` not marked ``modal=False`` (a shop's "Added to cart"
@@ -128,18 +143,17 @@ def _overlays(step: Step) -> tuple[dict[int, int], dict[int, str | None]]:
     if not len(tree) or _TASK_DIALOG.search(step.goal):
         return {}, {}
     roles, texts, depths = tree.roles, tree.texts, tree.depths
-    ends = subtree_ends(tree)
     roots = [i for i in range(len(tree)) if _blocks(roles[i], texts[i])]
     top = [i for i in range(1, len(tree)) if depths[i] == depths[0] + 1]
     for i in (top[:1] + top[-1:]) if top else []:
-        if i not in roots and _is_popup_of_divs(tree, i, ends[i]):
+        if i not in roots and _is_popup_of_divs(tree, i, subtree_end(tree, i)):
             roots.append(i)
     body: dict[int, int] = {}
     out: dict[int, str | None] = {}
     for i in sorted(roots):
         if i + 1 in body:
             continue  # inside an overlay already
-        members = range(i, ends[i])
+        members = range(i, subtree_end(tree, i))
         exit_line, stub = _exit(tree, members)
         for j in members:
             if j != exit_line:
@@ -193,9 +207,9 @@ def live_or_comment(step: Step) -> list[int]:
     matcher = term_matcher(goal_terms(step.goal))
     if matcher is None:
         return []
-    ends, texts, out = subtree_ends(tree), tree.texts, set()
+    texts, out = tree.texts, set()
     for i in starts:
-        for j in range(i + 1, ends[i]):
+        for j in range(i + 1, subtree_end(tree, i)):
             if roles[j] in TEXT_ROLES and matcher.search(name_of(texts[j]).lower()):
                 out.add(j + 1)
     return sorted(out)
@@ -210,17 +224,19 @@ def tainted(tree: AxTree, flagged: Iterable[int], size: int = TAINT_LINES) -> li
     >>> tainted(t, [3])
     [2, 4]
     """
-    ends, parents, depths = subtree_ends(tree), tree.parents, tree.depths
+    parents, depths = tree.parents, tree.depths
     flagged = set(flagged)
     out: set[int] = set()
     for n in flagged:
         # a flagged container is the message: its own lines; a flagged leaf: its parent's
         # (never its siblings' when it has children, so a planted block cannot take the
         # page's lines beside it down with it)
-        p = n - 1 if ends[n - 1] > n else parents[n - 1]
-        if p < 0 or depths[p] <= depths[0] or ends[p] - p > size:
+        p = n - 1 if subtree_end(tree, n - 1) > n else parents[n - 1]
+        if p < 0 or depths[p] <= depths[0]:
             continue
-        out.update(range(p + 1, ends[p] + 1))
+        end = subtree_end(tree, p)
+        if end - p <= size:
+            out.update(range(p + 1, end + 1))
     return sorted(out - flagged)
 
 
