@@ -106,3 +106,20 @@ def test_dismissal_is_scored_by_the_bid_in_the_text(steps):
     assert table["kept"].tolist() == [0.0]
     bm = score(get_reducer("full"), [inject(steps[0], [("cf-banner", "top")])], clean=False)
     assert bm[0]["dismiss_kept"] is None
+
+
+def test_cuefree_tables_per_set_kind_and_dismissal():
+    """The benchmark's tables (bench_cuefree.py, notebook 06) on a slice of each set: the
+    guarded reducers show no held-out payload where the unguarded ones do, and keep the way
+    out of every pop-up."""
+    from lrlab.injection.injection_eval import cuefree_tables
+    from lrlab.injection.injection_sets import cuefree_sets
+
+    sets = {k: v[:15] for k, v in cuefree_sets().items() if k == "cue-free held-out"}
+    out = cuefree_tables({"learned": "learned", "learned (no guard)": "learned:guard=False"}, sets)
+    vis = out["visibility"].set_index("reducer")["visible"]
+    assert vis["learned"] == 0.0 < vis["learned (no guard)"]
+    kinds = set(out["per kind"]["reducer"])
+    assert {"learned / pop-up", "learned / banner", "learned / comment"} <= kinds
+    kept = out["dismiss kept"].set_index("reducer")["kept"]
+    assert kept["learned"] == 1.0 > kept["learned (no guard)"]
