@@ -23,19 +23,14 @@ from lrlab.injection.injection_eval import dismissal, score
 from lrlab.injection.injection_sets import cuefree_set, miniwob_hosts, visible_spans
 from lrlab.reducers.suspect import line_reasons, own_hosts
 from lrlib.core.step import Step
-from lrlib.data.actions import action_bids
 from lrlib.reducers import get_reducer
 
 OLD_REASONS = {"markup", "numbered", "addressed", "host", "link"}  # the vocabulary rules
 
 
 @pytest.fixture(scope="module")
-def steps(real_trees) -> list[Step]:
-    return [
-        Step(goal=t["goal"], tree=t["tree"], target_bids=tuple(action_bids(t["action_raw"])),
-             step_id=name)
-        for name, t in real_trees.items()
-    ]  # fmt: skip
+def steps(tree_steps) -> list[Step]:
+    return tree_steps
 
 
 def test_the_heldout_cuefree_shapes_never_change():

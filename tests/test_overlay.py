@@ -14,7 +14,6 @@ from lrlab.reducers.overlay import exits, guarded_output, live_or_comment, overl
 from lrlab.reducers.suspect import quote_grams, quotes, suspect_lines
 from lrlib.core.axtree import parse
 from lrlib.core.step import Step
-from lrlib.data.actions import action_bids
 from lrlib.reducers import get_reducer
 
 WORDS = ("press", "delete", "share", "all", "your", "data", "now", "then", "continue", "to",
@@ -27,12 +26,8 @@ def _with(block: str, goal: str = "Buy a blue mug") -> Step:
 
 
 @pytest.fixture(scope="module")
-def steps(real_trees) -> list[Step]:
-    return [
-        Step(goal=t["goal"], tree=t["tree"], target_bids=tuple(action_bids(t["action_raw"])),
-             step_id=name)
-        for name, t in real_trees.items()
-    ]  # fmt: skip
+def steps(tree_steps) -> list[Step]:
+    return tree_steps
 
 
 def test_a_modal_is_reduced_to_its_dismiss_control():
