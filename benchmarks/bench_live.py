@@ -67,7 +67,8 @@ from lrlib.paths import refuse_shipped, results_dir
 POINTS = (
     "learned:budget=0.5,overhead=30,floor=0.05;program:threshold=0.0;"
     "program:threshold=0.0,decision=True;program:params=decision;"
-    "program:params=decision,decision=True"
+    "program:params=decision,decision=True;learned:decision=True;"
+    "learned:budget=0.5,overhead=30,floor=0.05,decision=True"
 )
 PLAY = True  # False (--tables-only): the tables from the episodes already recorded
 

@@ -258,3 +258,34 @@ def test_program_knob_sets_by_name():
     assert Program(params="decision").knobs != Program().knobs
     with pytest.raises(ValueError, match=r"valid: \['decision', 'shipped'\]"):
         Program(params="nope")
+
+
+def test_named_lines_hold_what_the_goal_names():
+    from lrlab.reducers.decision import named_lines
+
+    # click-checkboxes: every checkbox the goal names, ticked or not, and no other
+    for s in _task("click-checkboxes")[:5]:
+        named = named_lines(s)
+        boxes = [n for n, r in enumerate(s.axtree.roles, 1) if r == "checkbox"]
+        said = [n for n in boxes if s.axtree.texts[n - 1].split("'")[1].lower() in s.goal.lower()]
+        assert said and set(said) <= set(named) and set(named) <= set(boxes) | set(said)
+    # login-user: both fields, each with its label line, whatever the step
+    for s in _task("login-user")[:3]:
+        fields = [n for n, r in enumerate(s.axtree.roles, 1) if r == "textbox"]
+        assert set(fields) <= set(named_lines(s))
+
+
+def test_learned_decision_keeps_the_named_lines_and_the_shipped_default():
+    from lrlab.reducers.decision import named_lines
+    from lrlab.reducers.learned import Learned
+    from lrlab.reducers.suspect import suspect_lines
+
+    plain, decided = Learned(), Learned(decision=True)
+    assert "decision" not in plain.params and decided.params["decision"]
+    grew = 0
+    for s in _steps()[::5]:
+        a, b = set(plain.select(s).kept), set(decided.select(s).kept)
+        assert a <= b and set(named_lines(s)) - set(suspect_lines(s)) <= b
+        assert b - a <= set(named_lines(s))
+        grew += bool(b - a)
+    assert grew  # on some steps the budget had dropped a line the goal names

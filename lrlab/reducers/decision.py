@@ -21,6 +21,13 @@ wording only (no site, page or task rule):
 - **the question before a field**: a kept form field brings up to two text lines just
   before it, stopping at another control (``2 + x = 43`` before ``x =`` and its box).
 
+:func:`named_lines` is the part a budgeted scorer can use alone (``learned:decision=True``):
+what a policy checks before it acts, whatever its budget kept - every choice whose whole name
+the goal says (its line shows whether it is ticked), every field the goal refers to by its
+name or label (the whole of it, or one of its content words of :data:`WORD_MIN` letters or
+more: a "password" and its "verify password" partner) with its label line, and the option
+already selected inside such a field or beside such a choice.
+
 Lines longer than :data:`SHORT` characters are never brought (a label or a value is short;
 a long text beside a field may be an injected note), except the question before a field,
 up to :data:`QUESTION` characters. The guard runs after these rules, so what it flags stays
@@ -40,13 +47,19 @@ from collections.abc import Iterable
 
 from lrlab.reducers.budget import step_context
 from lrlab.reducers.features import line_names, role_group
-from lrlab.reducers.lexicon import goal_terms, term_matcher
+from lrlab.reducers.lexicon import content, goal_terms, term_matcher
+from lrlib.core.axtree import AxTree
 from lrlib.core.step import Step
 
-__all__ = ["QUESTION", "SHORT", "TEXT_ROLES", "decision_lines"]
+__all__ = ["QUESTION", "SHORT", "TEXT_ROLES", "WORD_MIN", "decision_lines", "named_lines"]
 
 SHORT = 60  # characters: the longest label, value or cell these rules bring
 QUESTION = 300  # characters: the longest question text brought before a field
+WORD_MIN = 4  # letters: a shorter word shared by a field's label and the goal does not refer
+CHOICES = frozenset({"checkbox", "radio", "switch", "option", "menuitemcheckbox", "menuitemradio"})
+_CHOSEN = re.compile(r"selected=True|checked='true'|checked=True|pressed='true'")
+_WORDS = re.compile(r"\w+")
+_NAME = re.compile(r"^\s*(?:\[[^\]]*\]\s+)?\S+\s+'((?:[^'\\]|\\.)*)'")
 TEXT_ROLES = frozenset({
     "StaticText", "LabelText", "cell", "gridcell", "columnheader", "rowheader", "heading",
     "paragraph", "strong", "emphasis", "time", "term", "definition",
@@ -149,3 +162,53 @@ def decision_lines(step: Step, lines: Iterable[int]) -> list[int]:
                 if got == 2:
                     break
     return sorted(kept | add)
+
+
+def _name_of(t: AxTree, n: int) -> str:
+    """The accessible name of line ``n`` (1-based) of tree ``t``, or its text after the role."""
+    m = _NAME.match(t.texts[n - 1])
+    return m.group(1) if m else t.texts[n - 1].strip()
+
+
+def _phrase(text: str) -> str:
+    return " " + " ".join(_WORDS.findall(text.casefold())) + " "
+
+
+def named_lines(step: Step) -> list[int]:
+    """The lines (1-based) of the choices and fields ``step``'s goal names, their labels and
+    the options already chosen in them (module doc).
+
+    >>> from lrlib.core.step import Step
+    >>> tree = "\\n".join(["RootWebArea 'T'", "\\t[2] checkbox 'Nb', checked='true'",
+    ...     "\\t[3] checkbox 'Other'", "\\t[4] LabelText ''", "\\t\\tStaticText 'Verify password'",
+    ...     "\\t[6] textbox ''", "\\t[7] button 'Submit'"])
+    >>> named_lines(Step(goal="Tick Nb, type the password and submit.", tree=tree))
+    [2, 5, 6]
+    """
+    t = step.axtree
+    goal = _phrase(step.goal)
+    words = {w for w in goal.split() if len(w) >= WORD_MIN and content(w)}
+    ctx = step_context(step)
+    out: set[int] = set()
+    groups: set[int] = set()
+    for i, role in enumerate(t.roles):
+        if t.bids[i] is None or not (role in CHOICES or role_group(role) == "form"):
+            continue
+        m = _NAME.match(t.texts[i])
+        own = m.group(1) if m else ""
+        if role in CHOICES:
+            said = _phrase(own)
+            if said.strip() and said in goal:
+                out.add(i + 1)
+                groups.update(a - 1 for a in t.ancestors(i + 1)[:2])
+            continue
+        label = [] if own.strip() else ctx[i]
+        said = _phrase(own if own.strip() else " ".join(_clean(_name_of(t, n)) for n in label))
+        if said.strip() and (said in goal or words & set(said.split())):
+            out.update((i + 1, *label))
+            groups.add(i)
+    for i, role in enumerate(t.roles):
+        chosen = role == "option" and _CHOSEN.search(t.texts[i])
+        if chosen and any(a - 1 in groups for a in t.ancestors(i + 1)[:4]):
+            out.add(i + 1)
+    return sorted(out)
