@@ -61,8 +61,15 @@ from lrlib.eval.intervals import bootstrap
 from lrlib.paths import refuse_shipped, results_dir
 
 # the operating points of part 5: the best replay at >= 55% median token reduction on the
-# tuning half (learned), and program at the grid's threshold nearest that reduction
-POINTS = "learned:budget=0.5,overhead=30,floor=0.05;program:threshold=0.0"
+# tuning half (learned), program at the grid's threshold nearest that reduction, with the
+# decision rules, and the knob set retuned on decision labels (issue 33; all read on the
+# tuning half only)
+POINTS = (
+    "learned:budget=0.5,overhead=30,floor=0.05;program:threshold=0.0;"
+    "program:threshold=0.0,decision=True;program:params=decision;"
+    "program:params=decision,decision=True;learned:decision=True;"
+    "learned:budget=0.5,overhead=30,floor=0.05,decision=True"
+)
 PLAY = True  # False (--tables-only): the tables from the episodes already recorded
 
 

@@ -15,9 +15,18 @@ and the embedded model against its own limit.
    of the same length, no prompt cache, with the same threads; prefill and decode tokens/s
    from the server's own ``timings``. Target: the pipeline's prefill within 1.5x of the
    limit.
+4. ``--variant N``: a prompt variant tried against a server that stays up (``lrlib serve``,
+   or the kernel's shared server in a notebook): ``lrlib run --default-steps --limit N
+   --refresh`` with the paper prompt (the first pass over these steps), then with a variant
+   of yours (a ``--prompts`` file deriving a new guidance from ``paper``), both against one
+   embedded server; beside them the same variant run by ``lrlib run`` starting its own
+   server (what every run did before). Median seconds per answer of each, and the prompt
+   tokens llama.cpp took from its prompt cache (``cache_n`` of its ``timings``). The
+   variant's instructions come after the page, so everything before them is cached.
 
     .venv/bin/python benchmarks/bench_llm.py
     .venv/bin/python benchmarks/bench_llm.py --embedded 2 [--checkout ../main]
+    .venv/bin/python benchmarks/bench_llm.py --variant 2
 """
 
 from __future__ import annotations
@@ -95,7 +104,8 @@ def embedded(limit: int, checkout: Path, against_limit: bool = True) -> list[tup
     import pandas as pd
 
     from lrlab.server import MODEL_ID, EmbeddedServer, measured_speed
-    from lrlib.report.run import DEFAULT_CONFIG, default_steps
+    from lrlib.reducers.lineretriever import RetrieverConfig
+    from lrlib.report.run import default_steps
 
     rows = [("load average (1 min) before", f"{os.getloadavg()[0]:.1f}")]
     with tempfile.TemporaryDirectory() as tmp:
@@ -138,7 +148,7 @@ def embedded(limit: int, checkout: Path, against_limit: bool = True) -> list[tup
     retriever_steps = default_steps(limit)
     from lrlib.reducers.lineretriever import LineRetriever
 
-    r = LineRetriever(DEFAULT_CONFIG.replace(answer="json"), cache=False)
+    r = LineRetriever(RetrieverConfig(answer="json"), cache=False)
     with EmbeddedServer(parallel=1, threads=threads) as server:
         pipe, limit_pp, limit_tg = [], [], []
         for step in retriever_steps:
@@ -168,13 +178,85 @@ def embedded(limit: int, checkout: Path, against_limit: bool = True) -> list[tup
     return rows
 
 
+VARIANT = """from lrlib import get_prompt, register_prompt
+
+register_prompt(get_prompt("paper").derive("bench-variant", guidance=(
+    "Select the lines the agent needs for its very next action: the element it will act on,"
+    " its label, and any value the goal asks it to read or copy.")), overwrite=True)
+"""
+
+
+def _run(args: list[str], env: dict[str, str], tmp: Path, name: str) -> tuple[list[float], str]:
+    """``lrlib run ARGS --refresh`` into a fresh cache: seconds per answer and the plan line."""
+    import pandas as pd
+
+    out = tmp / f"{name}.csv"
+    cmd = [sys.executable, "-m", "lrlib", "run", *args, "--refresh", "--no-progress"]
+    cmd += ["--cache-dir", str(tmp / f"llm-{name}"), "-o", str(out)]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"lrlib run failed:\n{done.stdout}\n{done.stderr}")
+    lines = done.stderr.splitlines() + done.stdout.splitlines()
+    plan = next((ln for ln in lines if "answers from" in ln), "")
+    return pd.read_csv(out)["llm_latency_s"].tolist(), plan.strip()
+
+
+def variant(limit: int) -> list[tuple[str, str]]:
+    """Section 4 of the docstring: a prompt variant against a server that stays up."""
+    from lrlab.server import MODEL_ID, EmbeddedServer, measured_speed
+    from lrlib.reducers.lineretriever import RetrieverConfig
+    from lrlib.report.run import default_steps
+
+    rows = [("load average (1 min) before", f"{os.getloadavg()[0]:.1f}")]
+    speed = measured_speed()
+    base = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "OPENAI_API_KEY")}
+    steps = ["--default-steps", "--limit", str(limit)]
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        prompts = tmp / "my_prompts.py"
+        prompts.write_text(VARIANT)
+        mine = ["--prompts", str(prompts), "--prompt", "bench-variant"]
+        own, _ = _run(steps + mine, {**base, "LRLIB_OFFLINE": "0"}, tmp, "own-server")
+        with EmbeddedServer(threads=int(speed["threads"]) if speed else None) as server:
+            env = {**base, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": server.api_key,
+                   "LRLIB_MODEL": MODEL_ID}  # fmt: skip
+            first, _ = _run(steps, env, tmp, "first-pass")
+            again, plan = _run(steps + mine, env, tmp, "variant")
+            exec(VARIANT, {})  # the variant, registered in this process too
+            r = LineRetriever(RetrieverConfig(prompt="bench-variant"), cache=False)
+            cached = []
+            for step in default_steps(limit):  # the same requests once more: what was cached
+                req = r.request(step)
+                t = _timings(
+                    server, {"model": MODEL_ID, "messages": list(req.messages), **req.params}
+                )
+                cached.append(f"{t['cache_n']}/{t['cache_n'] + t['prompt_n']}")
+    med = statistics.median
+    rows += [
+        ("variant, `lrlib run` starting its own server (as before), s per answer", ", ".join(f"{x:.1f}" for x in own)),
+        ("first pass (paper prompt) against one served model, s per answer", ", ".join(f"{x:.1f}" for x in first)),
+        ("the variant after it, same server, s per answer", ", ".join(f"{x:.1f}" for x in again)),
+        ("its plan line", plan),
+        ("**median s per answer: own server / first pass / variant**", f"**{med(own):.1f} / {med(first):.1f} / {med(again):.1f}**"),
+        ("**variant speed-up over its own-server run**", f"**{med(own) / med(again):.1f}x**"),
+        ("prompt tokens from the cache / all, the variant's requests repeated", ", ".join(cached)),
+        ("load average (1 min) after", f"{os.getloadavg()[0]:.1f}"),
+    ]  # fmt: skip
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--embedded", type=int, default=0, metavar="N",
                         help="only section 3, with N default steps")  # fmt: skip
     parser.add_argument("--checkout", type=Path, default=Path(__file__).resolve().parents[1])
     parser.add_argument("--no-limit", action="store_true", help="section 3: the run only")
+    parser.add_argument("--variant", type=int, default=0, metavar="N",
+                        help="only section 4, with N default steps")  # fmt: skip
     args = parser.parse_args()
+    if args.variant:
+        _print(variant(args.variant))
+        return
     if args.embedded:
         _print(embedded(args.embedded, args.checkout, not args.no_limit))
         return

@@ -1,7 +1,7 @@
 """Tune the program reducer's knobs with grouped cross-validation; store them with provenance.
 
 Usage: ``python benchmarks/tune_program.py [--min-coverage 0.97] [--min-evidence 0.9] [--seed 0]
-[--dry-run]``
+[--evidence decision --miniwob --out lrlab/reducers/program_params_decision.json] [--dry-run]``
 
 Only the ``train`` and ``validation`` splits are read (never ``test``). The script
 
@@ -75,6 +75,13 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cv-samples", type=int, default=150, help="random draws per fold")
     parser.add_argument("--dry-run", action="store_true", help="print, do not write the file")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=PARAMS_FILE,
+        help="where to write the knobs (default: the shipped program_params.json; issue 33's "
+        "decision-label knobs ship as program_params_decision.json beside it)",
+    )
     args = parser.parse_args()
 
     path = data.default_path()
@@ -146,8 +153,8 @@ def main() -> int:
     if args.dry_run:
         print(text)
     else:
-        PARAMS_FILE.write_text(text)
-        print(f"knobs written to {PARAMS_FILE}")
+        args.out.write_text(text)
+        print(f"knobs written to {args.out}")
     return 0
 
 

@@ -64,6 +64,7 @@ from lrlab.reducers.budget import (
     rank_lines,
     whole_lines,
 )
+from lrlab.reducers.decision import named_lines
 from lrlab.reducers.features import FEATURES, carriers, line_features
 from lrlab.reducers.memo import per_step
 from lrlab.reducers.overlay import guarded_output
@@ -176,7 +177,9 @@ class Learned(Reducer):
     an AI, a foreign web address); an ancestor among them shows as a ``[bid] role`` stub;
     ``context``: a kept line brings the lines that say what it is for, within the budget
     (a choice's question, an unnamed field's label, an unnamed element's text, the table
-    rows showing an identifier the goal names: :func:`~lrlab.reducers.budget.companion_lines`)."""
+    rows showing an identifier the goal names: :func:`~lrlab.reducers.budget.companion_lines`);
+    ``decision`` (default off): also keep, beyond the budget, the choices and fields the goal
+    names with their labels and chosen options (:func:`lrlab.reducers.decision.named_lines`)."""
 
     name = "learned"
     listed = 9
@@ -193,6 +196,7 @@ class Learned(Reducer):
         strategy: str = "structure",
         markers: bool = False,
         model_file: str | Path | None = None,
+        decision: bool = False,
         **kwargs: Any,
     ) -> None:
         path = Path(model_file or MODEL_FILE)
@@ -206,7 +210,9 @@ class Learned(Reducer):
         if not 0.0 <= self.budget <= 1.0:
             raise ValueError(f"budget is a share of the page's tokens: 0-1, not {self.budget}")
         self.strategy, self.markers, self.guard = strategy, markers, bool(guard)
-        self.context = bool(context)
+        self.context, self.decision = bool(context), bool(decision)
+        if self.decision:  # named only when on: the shipped configuration keeps its parameters
+            kwargs["decision"] = True
         super().__init__(
             budget=self.budget,
             overhead=self.overhead,
@@ -275,4 +281,7 @@ class Learned(Reducer):
 
     def select(self, step: Step) -> Output:
         lines = self.keep(step)
+        if self.decision:  # what a policy checks first, whatever the budget kept; guarded
+            banned = set(suspect_lines(step)) if self.guard else set()
+            lines = sorted({*lines, *(n for n in named_lines(step) if n not in banned)})
         return guarded_output(step, lines, self.strategy, self.markers, self.guard)

@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from lrlab.reducers.budget import step_context
+from lrlab.reducers.decision import decision_lines
 from lrlab.reducers.features import history_bids, kids_text, line_names, role_group, unfocused
 from lrlab.reducers.lexicon import goal_terms, stem, term_matcher
 from lrlab.reducers.memo import per_step
@@ -62,10 +63,14 @@ from lrlib.core.step import Step
 from lrlib.reducers.base import Knob, Output, Reducer, register_reducer
 
 __all__ = [
-    "PARAMS_FILE", "Features", "Knobs", "Program", "goal_terms", "keep_lines", "line_features",
-    "score_lines", "stem", "term_matcher",
+    "PARAMS", "PARAMS_FILE", "Features", "Knobs", "Program", "goal_terms", "keep_lines",
+    "line_features", "score_lines", "stem", "term_matcher",
 ]  # fmt: skip
 PARAMS_FILE = Path(__file__).with_name("program_params.json")
+# named knob sets shipped beside this file (``program:params=decision``): the shipped tuning
+# (evidence constraint, recorded traces) and issue 33's (decision evidence and every minimal
+# failure set as the constraint, the MiniWoB tuning half added; benchmarks/tune_program.py)
+PARAMS = {"shipped": PARAMS_FILE, "decision": PARAMS_FILE.with_name("program_params_decision.json")}
 
 # role group (features.GROUPS) -> the rule's kind; groups not listed are text or containers
 KIND = {
@@ -215,10 +220,14 @@ def keep_lines(features: Features, knobs: Knobs) -> list[int]:
 
 @register_reducer
 class Program(Reducer):
-    """The tuned rule-based reducer. Any :class:`Knobs` field can be overridden by name;
+    """The tuned rule-based reducer. Any :class:`Knobs` field can be overridden by name, on
+    top of a knob set (``params``: ``shipped``, or ``decision`` for issue 33's tuning; or a
+    ``params_file`` of your own);
     ``guard`` (default on) drops the lines :func:`lrlab.reducers.suspect.suspect_lines` flags;
     ``context`` (default on) keeps with each kept line what says what it is for
-    (:func:`with_context`)."""
+    (:func:`with_context`); ``decision`` (default off) adds what an agent reads to decide on
+    the kept lines (:func:`lrlab.reducers.decision.decision_lines`: a label's value, a
+    table row, the question before a field)."""
 
     name = "program"
     listed = 8
@@ -229,8 +238,10 @@ class Program(Reducer):
         strategy: str = "structure",
         markers: bool = False,
         params_file: str | Path | None = None,
+        params: str = "shipped",
         guard: bool = True,
         context: bool = True,
+        decision: bool = False,
         **overrides: Any,
     ) -> None:
         names = {f.name for f in fields(Knobs)}
@@ -238,11 +249,17 @@ class Program(Reducer):
         unknown = set(overrides) - names
         if unknown:
             raise TypeError(f"unknown program knobs {sorted(unknown)}; valid: {sorted(names)}")
-        base = Knobs.load(Path(params_file)) if params_file else Knobs.load()
+        if params not in PARAMS:
+            raise ValueError(f"unknown program params {params!r}; valid: {sorted(PARAMS)}")
+        base = Knobs.load(Path(params_file) if params_file else PARAMS[params])
         self.knobs = replace(base, **overrides)
         self.strategy, self.markers, self.guard = strategy, markers, bool(guard)
-        self.context = bool(context)
+        self.context, self.decision = bool(context), bool(decision)
         kwargs = {"encoding": encoding} if encoding else {}
+        if self.decision:  # named only when on: the shipped configuration keeps its parameters
+            kwargs["decision"] = True
+        if params != "shipped":
+            kwargs["params"] = params
         super().__init__(
             strategy=strategy, markers=markers, guard=self.guard, context=self.context,
             **asdict(self.knobs), **kwargs,
@@ -252,6 +269,8 @@ class Program(Reducer):
         lines = keep_lines(line_features(step), self.knobs)
         if self.context:
             lines = with_context(step, lines)
+        if self.decision:
+            lines = decision_lines(step, lines)
         if self.guard:
             banned = suspect_lines(step)
             lines = [n for n in lines if n not in banned]
