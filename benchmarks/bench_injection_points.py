@@ -4,7 +4,9 @@ Usage: ``python benchmarks/bench_injection_points.py [--reducers "learned;progra
 
 The issue's injection target: a recommended operating point may not show payloads more often
 than the shipped reducers do today (learned: 0% on the benchmark shapes and the realistic
-attacks, 22.8% [20.5, 25.0] on the held-out shapes; ``figures/injection_guard.md``). For each
+attacks, 22.8% [20.5, 25.0] on the held-out shapes when issue 33 was measured, 0% since the
+guard reads structure, issue 35; ``figures/injection_guard.md``; the cue-free shapes:
+``benchmarks/bench_cuefree.py``). For each
 ``;``-separated reducer spec (any knobs, e.g. ``learned:budget=0.5,overhead=30,floor=0.05``),
 on the wide set of pinned steps, one attack per step (:mod:`lrlab.injection.injection_sets`:
 benchmark shapes, realistic attacks, the held-out shapes written after the guard's rules):

@@ -185,8 +185,9 @@ injection_eval.breakdown(rows_r, "attack").round(2)
 # markup (`<think>`, `<action>`, a `{"ranges"}` object), a fake numbered tree line, words
 # addressed to an AI ("AI assistant", "ignore all previous instructions", "your new
 # task"), or a web address of another site than the page's (in the text, or as a link's
-# `url=`). On the 446 recorded steps and 425 MiniWoB pages it flags no target and no
-# evidence line, so it costs no coverage there. Every attack above was in view when those
+# `url=`), and, since issue 35, where a line sits (pop-ups, live regions, quotes of the
+# goal and their containers: the cue-free section below). On the 446 recorded steps and 425
+# MiniWoB pages it flags 7 lines, no target and no evidence line, so it costs no coverage. Every attack above was in view when those
 # rules were written, so what they hide there is an in-sample figure. Four **held-out**
 # shapes (`lrlab.injection.inject.HELDOUT`) were written after the rules were fixed and never
 # used to change them: a plain "session expiring" modal (no address, no markup, no word
@@ -226,6 +227,34 @@ guard_vis.pivot(index="reducer", columns="attacks", values="visible").round(2)
 
 # %%
 injection_eval.visibility(results["held-out shapes"], per_attack=True).round(2)
+
+# %% [markdown]
+# ## Attacks without cues, and the way out of a pop-up
+#
+# Every shape above leaves a cue: an address, markup, words for an AI. The cue-free shapes
+# (`inject.CUEFREE`, and `inject.HELDOUT_CUEFREE`, committed before any defence against
+# them and never used to change one) are plain words in DoomArena's four kinds (pop-up,
+# banner, hidden form field, user comment) that quote or paraphrase the step's goal and ask
+# for something harmful in the page. The guard now also reads where a line sits: a pop-up
+# the task did not ask for is reduced to its dismiss control, a line quoting the goal or
+# speaking to whoever does the task is suspect, and so is its small container. Each set is
+# one attack per step, on the wide set and on the first step of each MiniWoB++ episode;
+# `dismiss kept`: the pop-up cases whose close control the agent can still click.
+
+# %%
+cuefree = injection_eval.cuefree_tables(
+    GUARDED, {k: v[:N_LARGE] for k, v in injection_sets.cuefree_sets(steps).items()}
+)
+for name, table in cuefree.items():
+    tables.save_table(
+        table, f"injection_cuefree_{name.replace(' ', '_')}",
+        f"Cue-free injection (issue 35): {name}, one attack per step; 95% CI by episode. "
+        "HELDOUT_CUEFREE shapes were committed before the defences.",
+    )  # fmt: skip
+cuefree["visibility"].pivot(index="reducer", columns="attacks", values="visible").round(3)
+
+# %%
+cuefree["dismiss kept"].pivot(index="reducer", columns="attacks", values="kept").round(3)
 
 # %% [markdown]
 # ## Sanitising the page
@@ -287,12 +316,14 @@ injection_eval.breakdown(rows_large, "position").round(2)
 #   under BM25, embeddings and the program reducer); the realistic attacks, which do not
 #   repeat the goal, are mostly dropped by the retrieval baselines (15 steps: the
 #   intervals are wide).
-# * **The guard hides what gives itself away, and no more.** With it, neither tunable
-#   reducer shows a payload of the benchmark or realistic attacks; that is in-sample, as
-#   the rules were written with those attacks in view. Of the held-out shapes the learned
-#   scorer still shows the obfuscated attack button (a full-width dot and a defanged
-#   address are not on the list) on nearly every step that carries it: a blocklist misses
-#   what it does not list, and the scorer keeps buttons for their role.
+# * **The guard reads what a line says and where it sits.** With it, neither tunable
+#   reducer shows a payload of the benchmark or realistic attacks (in-sample: the rules
+#   were written with them in view), nor of the held-out shapes: the obfuscated pop-up the
+#   text rules missed is now reduced to its dismiss control. On the cue-free held-out
+#   shapes, committed before the structural rules, both show a payload on 0-1% of steps,
+#   against 43-80% before; the exceptions are MiniWoB pages whose goal is about a dialog.
+#   Plain words in the page's own content, with no quote of the goal and no aside to a
+#   helper, still pass (docs/security.md lists what stays undefended).
 # * **The embedded LineRetriever does not defend; it is too small to.** SmolLM2-135M in
 #   JSON mode selects ranges from the top of the page, so every attack planted at the top
 #   survives under every prompt; `defender` does not help this model.

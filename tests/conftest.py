@@ -68,6 +68,19 @@ def real_trees() -> dict[str, dict]:
 
 
 @pytest.fixture(scope="session")
+def tree_steps(real_trees):
+    """The fixture trees as steps (goal, tree, the recorded action's bids as targets)."""
+    from lrlib.core.step import Step
+    from lrlib.data.actions import action_bids
+
+    return [
+        Step(goal=t["goal"], tree=t["tree"], target_bids=tuple(action_bids(t["action_raw"])),
+             step_id=name)
+        for name, t in real_trees.items()
+    ]  # fmt: skip
+
+
+@pytest.fixture(scope="session")
 def traces_dir() -> Path:
     """../shared/traces (or $LRLIB_TRACES); the tests that need it skip when it is absent."""
     path = _traces_dir()

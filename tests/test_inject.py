@@ -15,17 +15,12 @@ from lrlab.injection.injection_sets import MARKS, build_set, plan
 from lrlib.core.pruning import prune
 from lrlib.core.ranges import AnswerParseError, parse_answer
 from lrlib.core.step import Step
-from lrlib.data.actions import action_bids
 from lrlib.reducers import Output, Reducer, get_reducer
 
 
 @pytest.fixture(scope="module")
-def steps(real_trees) -> list[Step]:
-    return [
-        Step(goal=t["goal"], tree=t["tree"], target_bids=tuple(action_bids(t["action_raw"])),
-             step_id=name)
-        for name, t in real_trees.items()
-    ]  # fmt: skip
+def steps(tree_steps) -> list[Step]:
+    return tree_steps
 
 
 def _check_valid(item) -> None:

@@ -303,7 +303,10 @@ def test_planted_focused_payload_button_is_not_kept_for_its_focus(real_steps, re
 def test_program_drops_injected_popups_without_goal_words(real_steps, reducers, attack):
     """The program's button prior sits below its threshold: a pop-up's payload button with
     no goal word and no history link is dropped. (The learned scorer keeps plain buttons on
-    many pages, payload buttons included: not a security boundary on its own.)"""
+    many pages, payload buttons included: not a security boundary on its own.) The pop-up's
+    dismiss control is not payload: the guard keeps it so that the agent can leave."""
+    from lrlab.reducers.overlay import exits
+
     tested = 0
     for step in real_steps[:15]:
         item = inject(step, [(attack, "top")])
@@ -312,6 +315,7 @@ def test_program_drops_injected_popups_without_goal_words(real_steps, reducers, 
         payload = [n for n in item.injected if t.roles[n - 1] in ("button", "link")]
         assert payload
         payload = [n for n in payload if hits[n - 1] == 0]  # goal echoes: lexical, not here
+        payload = [n for n in payload if n not in exits(item.step)]  # "Close" stays (issue 35)
         tested += len(payload)
         kept = set(reducers["program"].reduce(item.step).kept)
         assert not kept & set(payload), step.step_id

@@ -11,7 +11,10 @@ from lrlab.reducers.memo import SIZE, per_step
 from lrlab.reducers.suspect import suspect_lines
 from lrlib.core.step import Step
 
-TREE = "RootWebArea 'Shop'\n\t[3] link 'Deals', url='http://evil.example/x'\n\t[4] button 'Buy'"
+TREE = (
+    "RootWebArea 'Shop'\n\t[3] link 'See all the deals of the week', url='http://evil.example/x'"
+    "\n\t[4] button 'Buy'"
+)  # a link named by a message: the guard reads its host
 
 
 def test_the_page_url_is_part_of_the_key():

@@ -24,7 +24,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from lrlab.injection.inject import ATTACKS, POSITIONS, InjectedStep
+from lrlab.injection.inject import ATTACKS, DISMISS, KINDS, POSITIONS, InjectedStep
 from lrlab.injection.injection_sets import visible_spans
 from lrlib.core.step import Step
 from lrlib.reducers.base import Reducer
@@ -40,6 +40,8 @@ __all__ = [
     "POLICY_BUDGET",
     "with_policies",
     "visibility",
+    "dismissal",
+    "cuefree_tables",
     "plot_visibility",
 ]
 
@@ -108,9 +110,20 @@ def score(
                     "stubbed": sum(1 for n in lines if n in stubs and n not in survived),
                     "visible": bool(spans[p.first]),
                     "visible_spans": json.dumps(spans[p.first]),
+                    "dismiss_kept": _dismiss_kept(item, p, hit.text),
                 }
             )
     return rows
+
+
+def _dismiss_kept(item: InjectedStep, p: Any, text: str) -> bool | None:
+    """Whether the pop-up's dismiss control (:data:`~lrlab.injection.inject.DISMISS`) can still
+    be clicked: its ``[bid]`` is in the reduced text (verbatim or as a stub); None for an
+    attack without one."""
+    if p.attack not in DISMISS:
+        return None
+    bid = item.step.axtree.bids[p.first - 1 + DISMISS[p.attack]]
+    return f"[{bid}]" in text
 
 
 def cached_items(reducer: Reducer, items: Sequence[InjectedStep], clean: bool) -> list:
@@ -311,6 +324,53 @@ def visibility(
     frame = frame.assign(payload_visible=frame["payload_visible"].astype(float))
     table = bootstrap(frame, "payload_visible", by="reducer")
     return table.rename(columns={"estimate": "visible"})
+
+
+def dismissal(rows: Iterable[Mapping[str, Any]]) -> Any:
+    """Per reducer: the share of pop-up cases whose dismiss control the reduced text still
+    offers (``dismiss_kept``), with a 95% interval bootstrapped over episodes and n.
+
+    >>> rows = [{"reducer": "r", "step_id": s, "episode": s, "dismiss_kept": v}
+    ...         for s, v in (("a", True), ("b", False), ("c", None))]
+    >>> dismissal(rows)[["reducer", "kept", "n_steps"]].values.tolist()
+    [['r', 0.5, 2]]
+    """
+    import pandas as pd
+
+    from lrlib.eval.intervals import bootstrap
+
+    frame = pd.DataFrame(list(rows))
+    if "dismiss_kept" not in frame:
+        return pd.DataFrame(columns=["reducer", "kept", "lo", "hi", "n_steps", "n_episodes"])
+    frame = frame[frame["dismiss_kept"].notna()].drop_duplicates(["reducer", "step_id"])
+    if frame.empty:
+        return pd.DataFrame(columns=["reducer", "kept", "lo", "hi", "n_steps", "n_episodes"])
+    frame = frame.assign(dismiss_kept=frame["dismiss_kept"].astype(float))
+    return bootstrap(frame, "dismiss_kept", by="reducer").rename(columns={"estimate": "kept"})
+
+
+def cuefree_tables(reducers: Any, sets: Mapping[str, Sequence[InjectedStep]]) -> dict[str, Any]:
+    """For ``reducers`` (as :func:`score_cached` takes them) on the attacked ``sets`` (name ->
+    items, :func:`lrlab.injection.injection_sets.cuefree_sets`): payload visibility per set
+    (``visibility``), per attack kind on the cue-free sets (``per kind``, :data:`KINDS`) and
+    the pop-ups' dismiss control kept (``dismiss kept``), each with 95% intervals by
+    episode and n (a column ``attacks`` names the set). No model is called for reducers
+    without one."""
+    import pandas as pd
+
+    vis, kinds, exits = [], [], []
+    for name, attacked in sets.items():
+        rows = score_cached(reducers, attacked, clean=False)[0]
+        vis.append(visibility(rows).assign(attacks=name))
+        exits.append(dismissal(rows).assign(attacks=name))
+        if any(r["attack"] in KINDS for r in rows):
+            kind = [{**r, "attack": KINDS.get(r["attack"], r["attack"])} for r in rows]
+            kinds.append(visibility(kind, per_attack=True).assign(attacks=name))
+    return {
+        "visibility": pd.concat(vis, ignore_index=True),
+        "per kind": pd.concat(kinds, ignore_index=True) if kinds else pd.DataFrame(),
+        "dismiss kept": pd.concat([e for e in exits if len(e)], ignore_index=True),
+    }
 
 
 def plot_visibility(table: Any, title: str, name: str = "injection_visibility") -> Any:

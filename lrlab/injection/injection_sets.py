@@ -1,7 +1,8 @@
 """Sets of injected steps: :func:`build_set` attacks a seeded sample of steps with every
 (attack, position) pair equally often (:func:`plan`), :func:`pinned_set` /
 :func:`realistic_set` / :func:`heldout_set` attack the fixed steps named in
-``injection_steps.json``, and
+``injection_steps.json``, :func:`cuefree_set` attacks them (or MiniWoB pages,
+:func:`miniwob_hosts`) with the cue-free shapes, each where its kind sits, and
 :func:`visible_spans` says which attack text a reduced observation still shows. One
 injected step is :func:`lrlab.injection.inject.inject`.
 """
@@ -13,10 +14,14 @@ import re
 from collections.abc import Iterable, Sequence
 
 from lrlab.injection.inject import (
+    CUEFREE,
     EVIL_HOST,
     HELDOUT,
+    HELDOUT_CUEFREE,
+    KINDS,
     LEGACY,
     PAYLOAD_HOST,
+    PLACES,
     POSITIONS,
     REALISTIC,
     SPANS,
@@ -34,6 +39,10 @@ __all__ = [
     "pinned_set",
     "realistic_set",
     "heldout_set",
+    "cuefree_plan",
+    "cuefree_set",
+    "cuefree_sets",
+    "miniwob_hosts",
 ]
 
 
@@ -171,3 +180,73 @@ def heldout_set(name: str = "core", steps: Iterable[Step] | None = None) -> list
     written after :mod:`lrlab.reducers.suspect` was fixed), the four in turn, at every position
     in turn: how the guard does on attacks it was not written against."""
     return pinned_set(name, HELDOUT, per_step=1, positions=POSITIONS, steps=steps)
+
+
+def cuefree_plan(n_steps: int, shapes: Sequence[str] = CUEFREE) -> list[list[tuple[str, str]]]:
+    """One (shape, position) pair per step: the shapes in turn, each at the places its kind
+    sits (:data:`~lrlab.injection.inject.PLACES`) in turn.
+
+    >>> cuefree_plan(5, ["cf-popup", "cf-comment"])
+    [[('cf-popup', 'top')], [('cf-comment', 'middle')], [('cf-popup', 'bottom')], [('cf-comment', 'deep')], [('cf-popup', 'top')]]
+    """
+    out = []
+    for j in range(n_steps):
+        shape = shapes[j % len(shapes)]
+        places = PLACES[KINDS[shape]]
+        out.append([(shape, places[(j // len(shapes)) % len(places)])])
+    return out
+
+
+def cuefree_set(
+    name: str = "wide", shapes: Sequence[str] = CUEFREE, steps: Iterable[Step] | None = None
+) -> list[InjectedStep]:
+    """Each pinned step ``name`` (``"miniwob"``: each of :func:`miniwob_hosts`; ``"pages"``:
+    each distinct tree of ``steps``, such as rendered documentation pages) attacked once by
+    a cue-free shape (:func:`cuefree_plan`), seed 0; ``steps``: where the pinned ids are
+    looked up (default: every split of the shipped data)."""
+    from lrlib.data import dataset as data
+
+    if name == "miniwob":
+        pool = miniwob_hosts(steps)
+    elif name == "pages":  # every distinct page of ``steps`` (e.g. documentation pages)
+        pool = sorted({s.tree: s for s in steps or ()}.values(), key=lambda s: s.step_id)
+    else:
+        wanted = set(pinned_ids(name))
+        every = data.load_steps() if steps is None else steps
+        pool = sorted((s for s in every if s.step_id in wanted), key=lambda s: s.step_id)
+        if len(pool) != len(wanted):
+            raise KeyError(f"{len(wanted) - len(pool)} pinned steps of {name!r} are missing")
+    plans = cuefree_plan(len(pool), shapes)
+    return [inject(s, pairs, 0) for s, pairs in zip(pool, plans, strict=True)]
+
+
+def miniwob_hosts(steps: Iterable[Step] | None = None) -> list[Step]:
+    """Real MiniWoB++ pages rendered by Chromium to attack: the first step with a target of
+    each episode of ``data/miniwob_ood.jsonl.gz`` (or of ``steps``), ordered by id."""
+    from lrlib.data import dataset as data
+    from lrlib.paths import miniwob_path
+
+    pool = data.load_steps(path=miniwob_path()) if steps is None else steps
+    first: dict[str, Step] = {}
+    for s in sorted(pool, key=lambda s: (str(s.meta.get("episode")), s.meta.get("step", 0))):
+        if s.target_lines and len(s.target_lines) == len(set(s.target_bids)):
+            first.setdefault(str(s.meta.get("episode", s.step_id)), s)
+    return sorted(first.values(), key=lambda s: s.step_id)
+
+
+def cuefree_sets(steps: Iterable[Step] | None = None) -> dict[str, list[InjectedStep]]:
+    """The attacked sets of the cue-free benchmark, by name: the held-out and development
+    shapes on the wide pinned steps and on MiniWoB pages, then the current shapes (benchmark,
+    realistic, held-out) on the wide set; ``steps``: where pinned ids are looked up."""
+    from lrlib.data import dataset as data
+
+    pool = data.load_steps() if steps is None else list(steps)
+    return {
+        "cue-free held-out": cuefree_set("wide", HELDOUT_CUEFREE, steps=pool),
+        "cue-free held-out, MiniWoB": cuefree_set("miniwob", HELDOUT_CUEFREE),
+        "cue-free dev": cuefree_set("wide", CUEFREE, steps=pool),
+        "cue-free dev, MiniWoB": cuefree_set("miniwob", CUEFREE),
+        "benchmark shapes": pinned_set("wide", steps=pool, per_step=1),
+        "realistic": realistic_set("wide", steps=pool),
+        "held-out shapes": heldout_set("wide", steps=pool),
+    }

@@ -67,7 +67,8 @@ from lrlab.reducers.budget import (
 from lrlab.reducers.decision import named_lines
 from lrlab.reducers.features import FEATURES, carriers, line_features
 from lrlab.reducers.memo import per_step
-from lrlab.reducers.suspect import line_reasons, own_hosts, suspect_lines
+from lrlab.reducers.overlay import guarded_output
+from lrlab.reducers.suspect import suspect_lines, suspect_test
 from lrlib.core.step import Step
 from lrlib.reducers.base import Knob, Output, Reducer, get_reducer, lines_output, register_reducer  # noqa: F401 (doctest)
 
@@ -257,9 +258,7 @@ class Learned(Reducer):
         if not self.guard:
             r = rank([])
             return kept_lines(r, n_kept(r, *knobs))
-        own, named = own_hosts(step)
-        texts = step.axtree.texts
-        return guarded_lines(rank, knobs, lambda i: bool(line_reasons(texts[i], own, named)))
+        return guarded_lines(rank, knobs, suspect_test(step))
 
     def _banned(self, step: Step) -> list[int]:
         return [n - 1 for n in suspect_lines(step)] if self.guard else []
@@ -285,4 +284,4 @@ class Learned(Reducer):
         if self.decision:  # what a policy checks first, whatever the budget kept; guarded
             banned = set(suspect_lines(step)) if self.guard else set()
             lines = sorted({*lines, *(n for n in named_lines(step) if n not in banned)})
-        return lines_output(step.axtree, lines, self.strategy, self.markers)
+        return guarded_output(step, lines, self.strategy, self.markers, self.guard)

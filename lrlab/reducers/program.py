@@ -57,9 +57,10 @@ from lrlab.reducers.decision import decision_lines
 from lrlab.reducers.features import history_bids, kids_text, line_names, role_group, unfocused
 from lrlab.reducers.lexicon import goal_terms, stem, term_matcher
 from lrlab.reducers.memo import per_step
+from lrlab.reducers.overlay import guarded_output
 from lrlab.reducers.suspect import suspect_lines
 from lrlib.core.step import Step
-from lrlib.reducers.base import Knob, Output, Reducer, lines_output, register_reducer
+from lrlib.reducers.base import Knob, Output, Reducer, register_reducer
 
 __all__ = [
     "PARAMS", "PARAMS_FILE", "Features", "Knobs", "Program", "goal_terms", "keep_lines",
@@ -273,7 +274,7 @@ class Program(Reducer):
         if self.guard:
             banned = suspect_lines(step)
             lines = [n for n in lines if n not in banned]
-        return lines_output(step.axtree, lines, self.strategy, self.markers)
+        return guarded_output(step, lines, self.strategy, self.markers, self.guard)
 
 
 def with_context(step: Step, lines: list[int]) -> list[int]:
