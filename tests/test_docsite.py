@@ -78,6 +78,44 @@ def test_ground_truth_comes_from_the_html():
     assert {t.target for t in tasks["search"]} <= set(Site(FIXTURE).paths)
 
 
+def test_what_a_stylesheet_hides_gives_no_task():
+    """The fixture's API pages carry a menu their stylesheet hides (``.picker``) right under
+    the shown ``<h1>``, and the contents page a link its own ``<style>`` hides: in the HTML
+    they read as a ``Menu: ...`` label line and a link, but a browser shows neither (Node.js's
+    pages gave such tasks, which the full observation cannot solve)."""
+    import lrlab.docsite.site as site_mod
+
+    tasks = load_tasks(fixture_site(), cache=False)
+    everything = json.dumps([t.record() for ts in tasks.values() for t in ts])
+    assert "Menu" not in everything and "Hidden shortcut" not in everything
+    assert len(tasks["navigate"]) == 18  # the hidden link is not one of them
+    page = fixture_site().page("api/widgets.html")
+    (menu,) = [e for e in page.root.find("ul") if "picker" in e.attrs.get("class", "")]
+    assert menu.css_hidden and not any(e.css_hidden for e in page.root.find("h1"))
+    # the same pages with the stylesheets ignored do give those tasks: the check can fail
+    plain = Site(FIXTURE)
+    plain.stylesheets = lambda path, html: ""  # type: ignore[method-assign]
+    original = site_mod.hidden_selectors
+    try:
+        site_mod.hidden_selectors = lambda css: []
+        blind = Generator(plain).tasks("multihop") + Generator(plain).tasks("navigate")
+    finally:
+        site_mod.hidden_selectors = original
+    assert any("Menu" in t.goal for t in blind) and any("Hidden shortcut" in t.goal for t in blind)
+
+
+def test_only_plain_top_level_rules_hide():
+    from lrlab.docsite.site import hidden_selectors, parse_html
+
+    css = (".a { display: none } .a { display: block } .b{visibility:hidden!important} "
+           "@media (max-width: 600px) { .c { display: none } } .d:hover, .e .f, .g > .h "
+           "{ display: none } /* .i { display: none } */ div#j.k { display:none }")  # fmt: skip
+    assert hidden_selectors(css) == [(None, frozenset(), frozenset({"b"})),
+                                     ("div", frozenset({"j"}), frozenset({"k"}))]  # fmt: skip
+    root = parse_html('<div id="j" class="k x"><p>x</p></div><div id="j">y</div>', css)
+    assert [e.css_hidden for e in root.find("div")] == [True, False]
+
+
 def test_list_tasks_prints_each_family(capsys):
     assert main(["live", "--env", "docs", "--site", str(FIXTURE), "--list-tasks"]) == 0
     out = dict(line.split("\t") for line in capsys.readouterr().out.strip().splitlines())
