@@ -238,6 +238,44 @@ def test_any_html_parses_and_facts_come_from_its_text(parts):
         assert f.answer in text and f.key in text and f.label in text
 
 
+@settings(max_examples=200, deadline=None)
+@given(depth=st.integers(0, 3), bid=st.one_of(st.none(), st.from_regex(r"[a-z0-9]{1,4}", fullmatch=True)),
+       name=st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\n\r"), max_size=12),
+       quote=st.sampled_from(["'", '"']), rest=st.sampled_from(["", ", level=2", " x"]))  # fmt: skip
+def test_observation_lines_read_as_python_reads_their_quoted_names(depth, bid, name, quote, rest):
+    """The policy's line reader skips ``ast.literal_eval`` where a quoted name has no escape:
+    the name it reads is the one ``literal_eval`` reads, escapes and oddities included."""
+    import ast
+
+    from lrlab.docsite.policy import parse
+    from lrlab.docsite.site import clean
+
+    quoted = (
+        repr(name) if quote == "'" else '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    )
+    line = "\t" * depth + (f"[{bid}] " if bid else "") + f"link {quoted}{rest}"
+    (got,) = parse(line)
+    try:
+        want = ast.literal_eval(quoted)
+    except (ValueError, SyntaxError):
+        want = quoted[1:-1]
+    assert (got.depth, got.bid, got.role, got.name) == (depth, bid, "link", clean(str(want)))
+
+
+@needs_browser
+def test_coverage_in_workers_is_the_same_as_in_one_process(live):
+    """``summarise(jobs=2)`` shares the episodes among joblib workers: the same rows."""
+    from lrlab.agent.live import done
+    from lrlab.docsite.run import plan_docs
+    from lrlab.docsite.study import coverage
+
+    counts = {f: 1 for f in FAMILIES}
+    specs = plan_docs("fixture-docs", ["full", "bm25:top_k=2", "anchor"], counts, 1)
+    results = [r for s in specs if (r := done(live, s, "scripted", "docs")) is not None]
+    one, two = coverage(results, live, "scripted", 1), coverage(results, live, "scripted", 2)
+    assert len(one) >= len(results) and one.astype(object).equals(two.astype(object))
+
+
 @needs_browser
 def test_offline_tuning_replays_the_full_steps_with_grouped_cv(live, capsys):
     import runpy
