@@ -177,8 +177,9 @@ def coverage(results: Sequence[dict[str, Any]], out: Path, policy: str, jobs: in
 
 
 def relative_success(episodes: Any, base: str = "full", n_boot: int = 2000, seed: int = 0) -> Any:
-    """Each reducer's success relative to ``base``'s on the same tasks (their ratio), with a
-    95% interval from a paired bootstrap over tasks, per site and over all sites.
+    """Each reducer's success relative to ``base``'s on the same tasks (their ratio: the
+    tasks both played), with a 95% interval from a paired bootstrap over those tasks, per
+    site and over all sites.
 
     >>> import pandas as pd
     >>> eps = pd.DataFrame({"reducer": ["full", "x"] * 4, "site": ["s"] * 8,
@@ -200,19 +201,20 @@ def relative_success(episodes: Any, base: str = "full", n_boot: int = 2000, seed
     rows = []
     for site in ["all", *sorted(frame["site"].unique())]:
         sub = wide if site == "all" else wide.xs(site, level="site", drop_level=False)
-        sub = sub.dropna()
-        if base not in sub or not len(sub):
+        if base not in sub:
             continue
-        picks = rng.integers(0, len(sub), (n_boot, len(sub)))
-        b = sub[base].to_numpy()
-        for reducer in sub.columns:
-            x = sub[reducer].to_numpy()
+        for reducer in sub.columns:  # each reducer on the tasks it and base both played
+            pair = sub[[base, reducer]].dropna() if reducer != base else sub[[base]].dropna()
+            if not len(pair):
+                continue
+            picks = rng.integers(0, len(pair), (n_boot, len(pair)))
+            b, x = pair[base].to_numpy(), pair[reducer].to_numpy()
             with np.errstate(divide="ignore", invalid="ignore"):
                 boots = x[picks].sum(axis=1) / b[picks].sum(axis=1)
             boots = boots[np.isfinite(boots)]
             lo, hi = (np.quantile(boots, [0.025, 0.975]).tolist() if len(boots)
                       else (float("nan"), float("nan")))  # fmt: skip
-            rows.append({"site": site, "reducer": reducer, "n_tasks": len(sub),
+            rows.append({"site": site, "reducer": reducer, "n_tasks": len(pair),
                          "ratio": x.sum() / b.sum() if b.sum() else float("nan"),
                          "ratio_lo": lo, "ratio_hi": hi})  # fmt: skip
     return pd.DataFrame(rows)
