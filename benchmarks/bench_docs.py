@@ -51,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--minutes", type=float, default=60.0, help="start no round after this")
     p.add_argument("--tasks-per-family", type=int, default=30, help="at most this many")
     p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--round-size", type=int, default=1,
+                   help="tasks per family added per round (fewer browser start-ups; a run "
+                   "stopped by --minutes is fair to every reducer only at round ends)")  # fmt: skip
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--ship", action="store_true", help="copy the tables to data/live/docs/")
     p.add_argument("--no-play", action="store_true",
@@ -77,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     k = 0
     while (not args.no_play and k < args.tasks_per_family
            and (time.perf_counter() - start) / 60 < args.minutes):  # fmt: skip
-        k += 1
+        k = min(args.tasks_per_family, k + max(1, args.round_size))
         for site in sites:
             specs = plan_docs(site.name, reducers, counts[site.name], k)
             t = time.perf_counter()
