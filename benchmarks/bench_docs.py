@@ -1,7 +1,8 @@
 """The documentation-site study (issue 34): live episodes of every study reducer on >= 2
 Debian documentation sites, the scripted policy acting on what each reducer kept.
 
-    apt-get install -y python3.11-doc nodejs-doc
+    apt-get install -y python3.11-doc nodejs-doc postgresql-doc-15
+    python benchmarks/bench_docs.py --tasks-per-family 24 --reducers "full;anchor;truncate-agentlab"
     python benchmarks/bench_docs.py --minutes 60            # rounds until the time is up
     python benchmarks/bench_docs.py --site /usr/share/doc/postgresql-doc-15/html  # any site
 
@@ -29,7 +30,9 @@ import sys
 import time
 from pathlib import Path
 
-SITES = ("/usr/share/doc/python3.11-doc/html", "/usr/share/doc/nodejs/api")
+# the development sites, then the check site nobody developed on (named by its folder only)
+SITES = ("/usr/share/doc/python3.11-doc/html", "/usr/share/doc/nodejs/api",
+         "/usr/share/doc/postgresql-doc-15/html")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,15 +46,20 @@ def main(argv: list[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--site", action="append", help="site root folder (repeat; default: "
-                   "the Python 3.11 and Node.js docs)")  # fmt: skip
+                   "the Python 3.11 and Node.js docs, and PostgreSQL 15's to check)")  # fmt: skip
     p.add_argument("--reducers", default=None, help="';'-separated reducer specs")
     p.add_argument("--minutes", type=float, default=60.0, help="start no round after this")
     p.add_argument("--tasks-per-family", type=int, default=30, help="at most this many")
     p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--round-size", type=int, default=1,
+                   help="tasks per family added per round (fewer browser start-ups; a run "
+                   "stopped by --minutes is fair to every reducer only at round ends)")  # fmt: skip
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--ship", action="store_true", help="copy the tables to data/live/docs/")
     p.add_argument("--no-play", action="store_true",
                    help="summarise the episodes already recorded (e.g. after stopping a run)")  # fmt: skip
+    p.add_argument("--play-only", action="store_true",
+                   help="play, then stop (summarise later with --no-play)")  # fmt: skip
     args = p.parse_args(argv)
     reducers = list(STUDY_REDUCERS)
     if args.reducers:
@@ -72,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     k = 0
     while (not args.no_play and k < args.tasks_per_family
            and (time.perf_counter() - start) / 60 < args.minutes):  # fmt: skip
-        k += 1
+        k = min(args.tasks_per_family, k + max(1, args.round_size))
         for site in sites:
             specs = plan_docs(site.name, reducers, counts[site.name], k)
             t = time.perf_counter()
@@ -82,22 +90,27 @@ def main(argv: list[str] | None = None) -> int:
                 results[(spec.reducer, spec.task, spec.seed)] = r
             print(f"round {k} {site.name}: {len(specs)} episodes in {time.perf_counter() - t:.0f} s; "
                   f"{(time.perf_counter() - start) / 60:.1f} min so far", flush=True)  # fmt: skip
+    if args.play_only:
+        print(f"played: {(time.perf_counter() - start) / 60:.1f} min", flush=True)
+        return 0
     for site in sites:  # every episode recorded (a run stopped mid-round included)
         for spec in plan_docs(site.name, reducers, counts[site.name], args.tasks_per_family):
             key = (spec.reducer, spec.task, spec.seed)
             if key not in results and (prev := done(out, spec, "scripted", "docs")) is not None:
                 results[key] = prev
-    # paired: only the tasks every reducer played
+    # paired with full: a reducer's episodes on the tasks full played too (every reducer's,
+    # when full is not among them); a reducer cut short has fewer, its n says so
     have: dict[tuple, set] = {}
     for reducer, task, seed in results:
         have.setdefault((task, seed), set()).add(reducer)
-    rows = [
-        r for (reducer, task, seed), r in results.items() if have[(task, seed)] >= set(reducers)
-    ]
+    need = {"full"} if "full" in reducers else set(reducers)
+    rows = [r for (reducer, task, seed), r in results.items() if have[(task, seed)] >= need]
     if not rows:
         print("bench_docs: no task was played by every reducer yet", file=sys.stderr)
         return 1
-    table, episodes, steps = summarise(rows, out, "scripted")
+    t_summary = time.perf_counter()
+    table, episodes, steps = summarise(rows, out, "scripted", jobs=args.jobs)
+    summary_s = time.perf_counter() - t_summary
     by_site = site_summary(episodes, steps)
     relative = relative_success(episodes)
     for name, frame in (("summary", table), ("episodes", episodes), ("steps", steps),
@@ -110,8 +123,11 @@ def main(argv: list[str] | None = None) -> int:
               "episodes_per_reducer": episodes.groupby("reducer").size().to_dict(),
               "projected_min_300_episodes": {
                   f"jobs={j}": 300 * mean_episode / j / 60 for j in (1, 2)},
-              "note": "mean measured seconds per episode x 300 / jobs (jobs=2 assumes two "
-                      "browsers side by side run as fast as one: an upper-bound speed-up)"}  # fmt: skip
+              "summary_s": summary_s, "summary_s_per_episode": summary_s / len(rows),
+              "summary_jobs": args.jobs,
+              "note": "episode_s is each episode's wall time in its worker, jobs browsers side "
+                      "by side; projected = mean x 300 / jobs; summary = offline coverage and "
+                      "tables of every episode here, in jobs workers"}  # fmt: skip
     prov = next((r["provenance"] for r in rows if r.get("provenance")), {})
     # lrlib's share per step on the biggest tree played, every reducer (offline, same machine)
     big = steps[steps["reducer"] == "full"].sort_values("n_lines").tail(1)

@@ -1,7 +1,9 @@
 """Write the tiny documentation site the tests use: ``tests/fixtures/docsite/`` (a few
 generated pages: a contents page with a search form, a settings table, API entries with
 ``Added in:`` lines, a long page whose facts sit at its end, a hidden table in a closed
-``<details>``, and a search page whose own script lists matching titles, offline).
+``<details>``, a menu of links hidden by the site's stylesheet under a shown heading (as
+Node.js's pages have) and one hidden by a page's own ``<style>``, and a search page whose
+own script lists matching titles, offline).
 
     python benchmarks/build_docs_fixture.py   # rewrites tests/fixtures/docsite/
 """
@@ -18,7 +20,7 @@ WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel
 def page(title: str, body: str, depth: int = 0) -> str:
     up = "../" * depth
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title} — '
-            f'Fixture docs</title></head>\n<body>\n<nav><a href="{up}index.html">Contents</a> '
+            f'Fixture docs</title><link rel="stylesheet" href="{up}style.css"></head>\n<body>\n<nav><a href="{up}index.html">Contents</a> '
             f'| <a href="{up}search.html">Search</a></nav>\n<main>\n{body}\n</main>\n'
             "</body></html>\n")  # fmt: skip
 
@@ -52,7 +54,12 @@ def build() -> None:
             + f"\n<details><summary>Internal settings</summary>{hidden}</details>\n")  # fmt: skip
     (OUT / "settings.html").write_text(page("Settings reference", body))
     for path, kind in (("api/widgets.html", "widget"), ("api/gadgets.html", "gadget")):
-        parts = [f"<h1>{kind.capitalize()} API</h1>"]
+        # a menu the stylesheet hides (.picker), right under the shown <h1>: its link reads
+        # as a "Label: value" line in the HTML, but a browser shows neither link nor line
+        other = "gadgets" if kind == "widget" else "widgets"
+        parts = [f"<h1>{kind.capitalize()} API</h1>",
+                 f'<ul class="picker"><li><a href="{other}.html">Menu: the {other[:-1]} '
+                 "page</a></li></ul>"]  # fmt: skip
         for i, w in enumerate(WORDS[:6]):
             parts.append(f'<h2 id="{kind}-{w}">{kind}.{w}(options)<a href="#{kind}-{w}">#</a></h2>'
                          f"\n<div><span>Added in: v{i + 1}.{len(w)}.0</span></div>\n"
@@ -76,6 +83,8 @@ def build() -> None:
         for w in WORDS[:6]
     )
     index = (
+        "<style>.compact { display: none }</style>\n"
+        '<ul class="compact"><li><a href="guide/long.html">Hidden shortcut</a></li></ul>\n'
         '<h1>Fixture documentation</h1>\n<form class="search" action="search.html" method="get">'
         '<input type="text" name="q" aria-label="Search"><input type="submit" value="Go"></form>\n'
         f"<h2>Contents</h2>\n<ul>\n{links}\n</ul>\n<h2>API index</h2>\n<ul>\n{anchors}\n</ul>"
@@ -96,6 +105,9 @@ def build() -> None:
         "</script>"
     )
     (OUT / "search.html").write_text(page("Search", search))
+    (OUT / "style.css").write_text("body { font-family: sans-serif }\n"
+                                   ".picker { display: none }\n"
+                                   "@media print { nav { display: none } }\n")  # fmt: skip
     (OUT / "lrlib-site.json").write_text(json.dumps({"name": "fixture-docs",
                                                      "start": ["index.html"]}, indent=1) + "\n")  # fmt: skip
 

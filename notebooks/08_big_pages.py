@@ -13,13 +13,13 @@
 # stops when it is missing, so under a reducer it fails exactly when the reducer dropped
 # something it reads.
 #
-# Reducers: `full`, `truncate-agentlab` (AgentLab's own default cut), `bm25`, `program` and
-# `learned` (each with its injection guard on and off), and `anchor` (issue 34: the lines
-# whose name the goal quotes, BM25's best lines, and the structure an answer lives in
-# around them: the table row and its header row, the lines under a named heading; its one
-# knob chosen by cross-validation grouped by site and family on the development sites).
-# Python 3.11's and Node.js 18's docs are the development sites; PostgreSQL 15's docs,
-# named by their folder only, are the unseen check site.
+# Reducers (`meta.json` lists the ones played): `full`, `truncate-agentlab` (AgentLab's own
+# default cut), `anchor` (issue 34: the lines whose name the goal quotes, BM25's best lines,
+# and the structure an answer lives in around them: the table row and its header row, the
+# lines under a named heading; its one knob chosen by cross-validation grouped by site and
+# family on the development sites) and, where time allowed, `bm25`, `program` and `learned`
+# (each with its injection guard on and off). Python 3.11's and Node.js 18's docs are the
+# development sites; PostgreSQL 15's docs, named by their folder only, are the check site.
 #
 # This notebook reads the shipped results of `benchmarks/bench_docs.py`
 # (`data/live/docs/`); it runs no browser and no model.
@@ -57,11 +57,13 @@ print(f"{len(episodes)} episodes, {len(steps)} steps; full-tree lines per played
       f"median {full['n_lines'].median():.0f}, max {full['n_lines'].max():.0f}")  # fmt: skip
 display(episodes.groupby(["site", "family"]).size().unstack(fill_value=0))
 timing = meta.get("timing", {})
-print("episodes per reducer:", timing.get("episodes_per_reducer"))
-print(f"seconds per episode (one browser, this machine's load): median "
-      f"{timing.get('median_episode_s', float('nan')):.1f}, mean "
+print("reducers:", meta["reducers"], "| episodes per reducer:", timing.get("episodes_per_reducer"))
+print(f"seconds per episode (each in its worker, {meta['jobs']} browsers side by side, this "
+      f"machine's load): median {timing.get('median_episode_s', float('nan')):.1f}, mean "
       f"{timing.get('mean_episode_s', float('nan')):.1f}; 300 episodes of one reducer "
-      f"projected at {timing.get('projected_min_300_episodes')} minutes")  # fmt: skip
+      f"projected at {timing.get('projected_min_300_episodes')} minutes; the summary (offline "
+      f"coverage, {timing.get('summary_jobs', 1)} workers) took "
+      f"{timing.get('summary_s_per_episode', float('nan')):.2f} s per episode")  # fmt: skip
 
 # %% [markdown]
 # ## Success per reducer, beside its reduction

@@ -78,6 +78,44 @@ def test_ground_truth_comes_from_the_html():
     assert {t.target for t in tasks["search"]} <= set(Site(FIXTURE).paths)
 
 
+def test_what_a_stylesheet_hides_gives_no_task():
+    """The fixture's API pages carry a menu their stylesheet hides (``.picker``) right under
+    the shown ``<h1>``, and the contents page a link its own ``<style>`` hides: in the HTML
+    they read as a ``Menu: ...`` label line and a link, but a browser shows neither (Node.js's
+    pages gave such tasks, which the full observation cannot solve)."""
+    import lrlab.docsite.site as site_mod
+
+    tasks = load_tasks(fixture_site(), cache=False)
+    everything = json.dumps([t.record() for ts in tasks.values() for t in ts])
+    assert "Menu" not in everything and "Hidden shortcut" not in everything
+    assert len(tasks["navigate"]) == 18  # the hidden link is not one of them
+    page = fixture_site().page("api/widgets.html")
+    (menu,) = [e for e in page.root.find("ul") if "picker" in e.attrs.get("class", "")]
+    assert menu.css_hidden and not any(e.css_hidden for e in page.root.find("h1"))
+    # the same pages with the stylesheets ignored do give those tasks: the check can fail
+    plain = Site(FIXTURE)
+    plain.stylesheets = lambda path, html: ""  # type: ignore[method-assign]
+    original = site_mod.hidden_selectors
+    try:
+        site_mod.hidden_selectors = lambda css: []
+        blind = Generator(plain).tasks("multihop") + Generator(plain).tasks("navigate")
+    finally:
+        site_mod.hidden_selectors = original
+    assert any("Menu" in t.goal for t in blind) and any("Hidden shortcut" in t.goal for t in blind)
+
+
+def test_only_plain_top_level_rules_hide():
+    from lrlab.docsite.site import hidden_selectors, parse_html
+
+    css = (".a { display: none } .a { display: block } .b{visibility:hidden!important} "
+           "@media (max-width: 600px) { .c { display: none } } .d:hover, .e .f, .g > .h "
+           "{ display: none } /* .i { display: none } */ div#j.k { display:none }")  # fmt: skip
+    assert hidden_selectors(css) == [(None, frozenset(), frozenset({"b"})),
+                                     ("div", frozenset({"j"}), frozenset({"k"}))]  # fmt: skip
+    root = parse_html('<div id="j" class="k x"><p>x</p></div><div id="j">y</div>', css)
+    assert [e.css_hidden for e in root.find("div")] == [True, False]
+
+
 def test_list_tasks_prints_each_family(capsys):
     assert main(["live", "--env", "docs", "--site", str(FIXTURE), "--list-tasks"]) == 0
     out = dict(line.split("\t") for line in capsys.readouterr().out.strip().splitlines())
@@ -198,6 +236,44 @@ def test_any_html_parses_and_facts_come_from_its_text(parts):
     text = root.text()
     for f in table_facts(root) + label_facts(root):
         assert f.answer in text and f.key in text and f.label in text
+
+
+@settings(max_examples=200, deadline=None)
+@given(depth=st.integers(0, 3), bid=st.one_of(st.none(), st.from_regex(r"[a-z0-9]{1,4}", fullmatch=True)),
+       name=st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\n\r"), max_size=12),
+       quote=st.sampled_from(["'", '"']), rest=st.sampled_from(["", ", level=2", " x"]))  # fmt: skip
+def test_observation_lines_read_as_python_reads_their_quoted_names(depth, bid, name, quote, rest):
+    """The policy's line reader skips ``ast.literal_eval`` where a quoted name has no escape:
+    the name it reads is the one ``literal_eval`` reads, escapes and oddities included."""
+    import ast
+
+    from lrlab.docsite.policy import parse
+    from lrlab.docsite.site import clean
+
+    quoted = (
+        repr(name) if quote == "'" else '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    )
+    line = "\t" * depth + (f"[{bid}] " if bid else "") + f"link {quoted}{rest}"
+    (got,) = parse(line)
+    try:
+        want = ast.literal_eval(quoted)
+    except (ValueError, SyntaxError):
+        want = quoted[1:-1]
+    assert (got.depth, got.bid, got.role, got.name) == (depth, bid, "link", clean(str(want)))
+
+
+@needs_browser
+def test_coverage_in_workers_is_the_same_as_in_one_process(live):
+    """``summarise(jobs=2)`` shares the episodes among joblib workers: the same rows."""
+    from lrlab.agent.live import done
+    from lrlab.docsite.run import plan_docs
+    from lrlab.docsite.study import coverage
+
+    counts = {f: 1 for f in FAMILIES}
+    specs = plan_docs("fixture-docs", ["full", "bm25:top_k=2", "anchor"], counts, 1)
+    results = [r for s in specs if (r := done(live, s, "scripted", "docs")) is not None]
+    one, two = coverage(results, live, "scripted", 1), coverage(results, live, "scripted", 2)
+    assert len(one) >= len(results) and one.astype(object).equals(two.astype(object))
 
 
 @needs_browser

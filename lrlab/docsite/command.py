@@ -76,6 +76,48 @@ def _specs(args: argparse.Namespace):  # noqa: ANN202
     return site, tasks, plan_docs(site.name, reducers, counts, args.tasks_per_family)
 
 
+def estimate_minutes(specs, jobs: int) -> tuple[float, str]:  # noqa: ANN001
+    """Minutes ``specs`` take, from measured times: each episode the median duration of the
+    shipped study's episodes (``data/live/docs/episodes.csv``) of its site and family (else
+    its family, else all), over ``jobs`` browsers; then the summary's offline coverage at
+    the shipped study's measured seconds per episode (``meta.json``), over ``jobs`` workers.
+    Returns ``(minutes, what costs)``.
+
+    >>> from lrlab.agent.live import EpisodeSpec
+    >>> m, why = estimate_minutes([EpisodeSpec("full", "python3.11-doc.navigate", 0)], 1)
+    >>> 0 < m < 5, why.startswith("play")
+    (True, True)
+    """
+    import csv
+    import statistics
+
+    from lrlib.paths import shipped_data_dir
+
+    folder = shipped_data_dir() / "live" / "docs"
+    durations: dict[tuple[str, str], list[float]] = {}
+    if (folder / "episodes.csv").is_file():
+        with open(folder / "episodes.csv", newline="") as f:
+            for row in csv.DictReader(f):
+                if row.get("episode_s"):
+                    s = float(row["episode_s"])
+                    for key in ((row["site"], row["family"]), ("", row["family"]), ("", "")):
+                        durations.setdefault(key, []).append(s)
+    med = {k: statistics.median(v) for k, v in durations.items()}
+    play = 0.0
+    for spec in specs:
+        site, family = spec.task.rsplit(".", 1)
+        play += med.get((site, family)) or med.get(("", family)) or med.get(("", ""), 10.0)
+    meta = folder / "meta.json"
+    timing = json.loads(meta.read_text()).get("timing", {}) if meta.is_file() else {}
+    per_summary = float(timing.get("summary_s_per_episode") or 2.0)
+    play_min = play / max(1, jobs) / 60
+    summary_min = len(specs) * per_summary / max(1, jobs) / 60
+    why = (f"play {play_min:.0f} min: the shipped episodes' measured "
+           f"{med.get(('', ''), 10.0):.1f} s median each, mostly BrowserGym reading the page's "
+           f"tree; summary {summary_min:.0f} min: offline minimal failure sets")  # fmt: skip
+    return play_min + summary_min, why
+
+
 def plan(args: argparse.Namespace) -> str:
     """The plan line (or, with ``--list-tasks``, what the site offers)."""
     from lrlab.agent.live import done
@@ -89,11 +131,12 @@ def plan(args: argparse.Namespace) -> str:
     if missing:
         raise MissingExtra(f"lrlib live needs {', '.join(missing)}: pip install -e '.[live]'")
     out = _out(args, site.name)
-    todo = sum(done(out, s, args.policy, "docs") is None for s in specs)
+    todo = [s for s in specs if done(out, s, args.policy, "docs") is None]
     model = "no model" if args.policy == "scripted" else "CALLS A MODEL for every uncached step"
-    return (f"{len(specs)} episodes on {site.name} (hash {site.hash}), {len(specs) - todo} already "
-            f"recorded; policy {args.policy} ({model}); {chromium_build(args.chromium)}; about "
-            f"{todo * 20 / max(1, args.jobs) / 60:.0f} min; -> {out}")  # fmt: skip
+    minutes, why = estimate_minutes(todo, args.jobs)
+    return (f"{len(specs)} episodes on {site.name} (hash {site.hash}), {len(specs) - len(todo)} "
+            f"already recorded; policy {args.policy} ({model}); {chromium_build(args.chromium)}; "
+            f"about {minutes:.0f} min ({why}); -> {out}")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -112,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     out = _out(args, site.name)
     results = run_docs(str(site.root), specs, out, args.policy, jobs=args.jobs,
                        max_steps=args.max_steps, chromium=args.chromium)  # fmt: skip
-    table, episodes, steps = summarise(results, out, args.policy)
+    table, episodes, steps = summarise(results, out, args.policy, jobs=args.jobs)
     episodes.to_csv(out / "episodes.csv", index=False)
     steps.to_csv(out / "steps.csv", index=False)
     table.to_csv(out / "summary.csv", index=False)

@@ -55,23 +55,39 @@ class Line:
     rest: str = ""
 
 
+@lru_cache(maxsize=1 << 18)
+def _fields(line: str) -> tuple[int, str | None, str, str, str] | None:
+    """``(depth, bid, role, name, rest)`` of one observation line (None: unreadable); the
+    same line recurs in every call ddmin makes on a tree, so it is read once."""
+    m = LINE.match(line)
+    if not m:
+        return None
+    tabs, bid, role, name, rest = m.groups()
+    if not name:
+        label = ""
+    elif "\\" not in name:  # no escape: the quoted text is the string itself
+        label = name[1:-1]
+    else:
+        try:
+            label = ast.literal_eval(name)
+        except (ValueError, SyntaxError):
+            label = name[1:-1]
+    return len(tabs), bid, role, clean(str(label)), rest.strip(", ")
+
+
 def parse(text: str, numbers: Sequence[int] | None = None) -> list[Line]:
     """The observation's lines (unreadable ones skipped).
 
     >>> parse("RootWebArea 'T'\\n\\t[5] link 'a ¶'")[1]
     Line(n=2, depth=1, bid='5', role='link', name='a', rest='')
+    >>> parse("[2] link 'it\\\\'s'")[0].name
+    "it's"
     """
     out = []
     for n, line in numbered(text, numbers):
-        m = LINE.match(line)
-        if not m:
-            continue
-        tabs, bid, role, name, rest = m.groups()
-        try:
-            label = ast.literal_eval(name) if name else ""
-        except (ValueError, SyntaxError):
-            label = name[1:-1]
-        out.append(Line(n, len(tabs), bid, role, clean(str(label)), rest.strip(", ")))
+        got = _fields(line)
+        if got is not None:
+            out.append(Line(n, *got))
     return out
 
 

@@ -26,6 +26,7 @@ import functools
 import hashlib
 import http.server
 import json
+import posixpath
 import re
 import subprocess
 import threading
@@ -34,6 +35,7 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 CONFIG = "lrlib-site.json"
 _VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
@@ -56,6 +58,7 @@ class El:
     children: list[El | str] = field(default_factory=list)
     parent: El | None = None
     offset: int = 0  # characters of page text before it (its depth in the page)
+    css_hidden: bool = False  # a stylesheet rule hides it (:func:`mark_hidden`)
 
     def iter(self) -> Iterator[El]:
         """This element and every element below it, in document order."""
@@ -132,13 +135,86 @@ class _Builder(HTMLParser):
             self.chars += len(data.strip())
 
 
-def parse_html(html: str) -> El:
-    """An element tree of ``html`` (forgiving: unclosed tags close at their parent's end)."""
+def parse_html(html: str, css: str = "") -> El:
+    """An element tree of ``html`` (forgiving: unclosed tags close at their parent's end);
+    the elements that its ``<style>`` blocks or ``css`` hide are marked (:func:`mark_hidden`).
+
+    >>> root = parse_html("<style>.menu { display: none }</style><ul class='menu'><li>x</li></ul>")
+    >>> [e.tag for e in root.iter() if e.css_hidden]
+    ['ul']
+    """
     b = _Builder()
     b.feed(html)
     b.close()
     b.root.offset = b.chars  # the root's offset: the page's whole text length
+    inline = "\n".join(c for e in b.root.find("style") for c in e.children if isinstance(c, str))
+    mark_hidden(b.root, inline + "\n" + css)
     return b.root
+
+
+# one compound selector: an optional tag, then ids and classes (no combinator, no pseudo-class)
+_COMPOUND = re.compile(r"([a-zA-Z][\w-]*)?((?:[.#][\w-]+)*)")
+_HIDES = re.compile(
+    r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\s*(?:!important)?\s*(?:;|$)"
+)
+_SHOWS = re.compile(r"(?:^|;)\s*(?:display|visibility)\s*:")
+
+
+def hidden_selectors(css: str) -> list[tuple[str | None, frozenset[str], frozenset[str]]]:
+    """The selectors whose elements a stylesheet hides (``display: none`` or ``visibility:
+    hidden``), as ``(tag, ids, classes)``: top-level rules with one compound selector only
+    (rules in ``@media`` and other at-rule blocks, and selectors with combinators or
+    pseudo-classes, are left out: an element is called hidden only where that is certain for
+    every screen). A later top-level rule of the same selector that sets ``display`` or
+    ``visibility`` otherwise takes it back.
+
+    >>> hidden_selectors(".picker { display: none } #nav li { display: none } "
+    ...                  "@media print { .x { display: none } } div.a, p { visibility: hidden }")
+    [(None, frozenset(), frozenset({'picker'})), ('div', frozenset(), frozenset({'a'})), ('p', frozenset(), frozenset())]
+    """
+    css = re.sub(r"/\*.*?\*/", "", css, flags=re.S)
+    state: dict[tuple, bool] = {}
+    i, n = 0, len(css)
+    while i < n:
+        j = css.find("{", i)
+        if j < 0:
+            break
+        head = css[i:j].rsplit(";", 1)[-1].rsplit("}", 1)[-1].strip()
+        depth, k = 1, j + 1
+        while k < n and depth:
+            depth += {"{": 1, "}": -1}.get(css[k], 0)
+            k += 1
+        body, i = css[j + 1 : k - 1], k
+        if head.startswith("@") or "{" in body or not _SHOWS.search(body):
+            continue
+        hides = bool(_HIDES.search(body))
+        for sel in head.split(","):
+            m = _COMPOUND.fullmatch(sel.strip())
+            if not m or not sel.strip():
+                continue
+            parts = re.findall(r"([.#])([\w-]+)", m.group(2) or "")
+            key = (m.group(1) and m.group(1).lower(),
+                   frozenset(v for k_, v in parts if k_ == "#"),
+                   frozenset(v for k_, v in parts if k_ == "."))  # fmt: skip
+            state.pop(key, None)  # the last rule wins: keep document order of the latest
+            state[key] = hides
+    return [key for key, hides in state.items() if hides]
+
+
+def mark_hidden(root: El, css: str) -> None:
+    """Mark (``css_hidden``) the elements under ``root`` that ``css`` hides
+    (:func:`hidden_selectors`)."""
+    rules = hidden_selectors(css)
+    if not rules:
+        return
+    for e in root.iter():
+        classes = set(e.attrs.get("class", "").split())
+        ident = e.attrs.get("id")
+        for tag, ids, cls in rules:
+            if ((tag is None or tag == e.tag) and (not ids or ids == {ident})
+                    and cls <= classes):  # fmt: skip
+                e.css_hidden = True
+                break
 
 
 _MARKS = "¶#§🔗"
@@ -222,11 +298,35 @@ class Site:
             h.update(f"{p}:{(self.root / p).stat().st_size}\n".encode())
         self.hash = h.hexdigest()[:12]
         self._pages: dict[str, Page] = {}
+        self._css: dict[str, str] = {}
+
+    def stylesheets(self, path: str, html: str) -> str:
+        """The site's own stylesheets the page at ``path`` links for screens (``<link
+        rel=stylesheet>`` to a file of the site; ``media`` absent, ``all`` or ``screen``)."""
+        parts = []
+        for tag in re.findall(r"<link\b[^>]*>", html, flags=re.I):
+            attrs = {
+                k.lower(): v for k, v in re.findall(r"""([\w-]+)\s*=\s*["']([^"']*)["']""", tag)
+            }
+            media = attrs.get("media", "all").strip().lower()
+            href = urlsplit(attrs.get("href", ""))
+            if ("stylesheet" not in attrs.get("rel", "").lower().split()
+                    or media not in ("all", "screen") or href.scheme or href.netloc):  # fmt: skip
+                continue
+            css = posixpath.normpath(f"{posixpath.dirname(path)}/{unquote(href.path)}".lstrip("/"))
+            if css not in self._css:
+                f = self.root / css
+                ok = not css.startswith("..") and f.is_file()
+                self._css[css] = f.read_text(encoding="utf-8", errors="replace") if ok else ""
+            parts.append(self._css[css])
+        return "\n".join(parts)
 
     def page(self, path: str) -> Page:
-        """The parsed page at ``path`` (relative to the root)."""
+        """The parsed page at ``path`` (relative to the root), elements its stylesheets hide
+        marked (:func:`mark_hidden`)."""
         if path not in self._pages:
-            root = parse_html(self.raw(path))
+            html = self.raw(path)
+            root = parse_html(html, self.stylesheets(path, html))
             titles = root.find("title")
             self._pages[path] = Page(path, clean(titles[0].text()) if titles else path, root)
         return self._pages[path]

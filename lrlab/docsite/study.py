@@ -115,25 +115,71 @@ def reduction_table(steps: Any) -> Any:
     return r.merge(med.reset_index(), on="reducer")
 
 
-def coverage(results: Sequence[dict[str, Any]], out: Path, policy: str) -> Any:
-    """Offline coverage of the steps each reducer's episodes played (scripted policy only:
-    its reference actions and failure sets are free to ask), one row per step."""
+def _episode_keys(results: Sequence[dict[str, Any]]) -> list[tuple[str, str, int]]:
+    """``(reducer, task, seed)`` of every episode, in the order coverage rows come: by
+    reducer (first seen), then task (first seen), then seed."""
+    by_reducer: dict[str, dict[str, set[int]]] = {}
+    for r in results:
+        by_reducer.setdefault(r["reducer"], {}).setdefault(r["task"], set()).add(r["seed"])
+    return [(reducer, task, seed) for reducer, tasks in by_reducer.items()
+            for task, seeds in tasks.items() for seed in sorted(seeds)]  # fmt: skip
+
+
+def _coverage_of(keys: Sequence[tuple[str, str, int]], out: str, policy: str) -> Any:
+    """:func:`own_coverage` of the steps of the episodes ``keys`` (one worker's share)."""
     from lrlab.agent.live_report import live_steps, own_coverage
     from lrlab.docsite.policy import DocsScriptedPolicy
 
     played = []
-    by_reducer: dict[str, dict[str, set[int]]] = {}
-    for r in results:
-        by_reducer.setdefault(r["reducer"], {}).setdefault(r["task"], set()).add(r["seed"])
-    for reducer, tasks in by_reducer.items():
-        for task, seeds in tasks.items():
-            played += live_steps(out, policy, reducer, [task], sorted(seeds), "docs")
+    for reducer, task, seed in keys:
+        played += live_steps(Path(out), policy, reducer, [task], [seed], "docs")
     return own_coverage(played, DocsScriptedPolicy(), max_sets=8) if played else None
 
 
+def coverage(results: Sequence[dict[str, Any]], out: Path, policy: str, jobs: int = 1) -> Any:
+    """Offline coverage of the steps each reducer's episodes played (scripted policy only:
+    its reference actions and failure sets are free to ask), one row per step.
+
+    With ``jobs`` > 1 the episodes are shared among that many worker processes (joblib),
+    every reducer's episodes of one task in the same share, so the minimal failure sets of a
+    tree that several reducers' steps show are searched once, as in one process; the rows
+    are the same, in the same order."""
+    import pandas as pd
+
+    keys = _episode_keys(results)
+    if jobs <= 1 or len(keys) < 2:
+        return _coverage_of(keys, str(out), policy)
+    from joblib import Parallel, delayed
+
+    # shares by task (a tree's failure sets are searched where all its steps are), the
+    # tasks with most episodes first, each to the share with the fewest episodes so far
+    by_task: dict[tuple[str, int], list[int]] = {}
+    for i, (_, task, seed) in enumerate(keys):
+        by_task.setdefault((task, seed), []).append(i)
+    shares: list[list[int]] = [[] for _ in range(min(len(by_task), 4 * jobs))]
+    for idx in sorted(by_task.values(), key=len, reverse=True):
+        min(shares, key=len).extend(idx)
+    shares = [sorted(share) for share in shares if share]
+    parts = Parallel(n_jobs=jobs)(
+        delayed(_coverage_of)([keys[i] for i in share], str(out), policy) for share in shares
+    )
+    frames = []
+    for share, part in zip(shares, parts, strict=True):
+        if part is not None and len(part):
+            rank = {keys[i]: i for i in share}
+            order = [rank[(r, t.removeprefix("docs."), int(s))]
+                     for r, t, s in zip(part["reducer"], part["task"], part["seed"], strict=True)]  # fmt: skip
+            frames.append(part.assign(_order=order))
+    if not frames:
+        return None
+    frame = pd.concat(frames, ignore_index=True)
+    return frame.sort_values("_order", kind="stable").drop(columns="_order").reset_index(drop=True)
+
+
 def relative_success(episodes: Any, base: str = "full", n_boot: int = 2000, seed: int = 0) -> Any:
-    """Each reducer's success relative to ``base``'s on the same tasks (their ratio), with a
-    95% interval from a paired bootstrap over tasks, per site and over all sites.
+    """Each reducer's success relative to ``base``'s on the same tasks (their ratio: the
+    tasks both played), with a 95% interval from a paired bootstrap over those tasks, per
+    site and over all sites.
 
     >>> import pandas as pd
     >>> eps = pd.DataFrame({"reducer": ["full", "x"] * 4, "site": ["s"] * 8,
@@ -155,19 +201,20 @@ def relative_success(episodes: Any, base: str = "full", n_boot: int = 2000, seed
     rows = []
     for site in ["all", *sorted(frame["site"].unique())]:
         sub = wide if site == "all" else wide.xs(site, level="site", drop_level=False)
-        sub = sub.dropna()
-        if base not in sub or not len(sub):
+        if base not in sub:
             continue
-        picks = rng.integers(0, len(sub), (n_boot, len(sub)))
-        b = sub[base].to_numpy()
-        for reducer in sub.columns:
-            x = sub[reducer].to_numpy()
+        for reducer in sub.columns:  # each reducer on the tasks it and base both played
+            pair = sub[[base, reducer]].dropna() if reducer != base else sub[[base]].dropna()
+            if not len(pair):
+                continue
+            picks = rng.integers(0, len(pair), (n_boot, len(pair)))
+            b, x = pair[base].to_numpy(), pair[reducer].to_numpy()
             with np.errstate(divide="ignore", invalid="ignore"):
                 boots = x[picks].sum(axis=1) / b[picks].sum(axis=1)
             boots = boots[np.isfinite(boots)]
             lo, hi = (np.quantile(boots, [0.025, 0.975]).tolist() if len(boots)
                       else (float("nan"), float("nan")))  # fmt: skip
-            rows.append({"site": site, "reducer": reducer, "n_tasks": len(sub),
+            rows.append({"site": site, "reducer": reducer, "n_tasks": len(pair),
                          "ratio": x.sum() / b.sum() if b.sum() else float("nan"),
                          "ratio_lo": lo, "ratio_hi": hi})  # fmt: skip
     return pd.DataFrame(rows)
@@ -216,11 +263,16 @@ def failure_reasons(episodes: Any) -> Any:
 
 
 def summarise(
-    results: Sequence[dict[str, Any]], out: Path, policy: str, with_coverage: bool = True
+    results: Sequence[dict[str, Any]],
+    out: Path,
+    policy: str,
+    with_coverage: bool = True,
+    jobs: int = 1,
 ) -> tuple[Any, Any, Any]:
     """``(table, episodes, steps)``: the per-reducer table (success with both intervals,
     reduction, tree size, latency, and for the scripted policy the share of played steps
-    whose target / evidence / every minimal failure set the reducer kept)."""
+    whose target / evidence / every minimal failure set the reducer kept: :func:`coverage`
+    in ``jobs`` processes)."""
     episodes = episodes_frame(results)
     steps = steps_frame(results)
     table = success_table(episodes)
@@ -228,7 +280,7 @@ def summarise(
     if red is not None:
         table = table.merge(red, on="reducer", how="left")
     if with_coverage and policy == "scripted":
-        cov = coverage(results, out, policy)
+        cov = coverage(results, out, policy, jobs)
         if cov is not None and len(cov):
             agg = cov.groupby("reducer", sort=False).agg(
                 step_target=("target", "mean"), step_evidence=("evidence", "mean"),

@@ -15,8 +15,9 @@ never from a model), seeded and deterministic.
 
 Every candidate is one task; a family's tasks are shuffled by ``seed`` (default 34) and the
 site's hash, so task ``i`` of a family is fixed for a site. Elements a browser does not show
-(closed ``<details>``, ``hidden``, ``display:none``, ``aria-hidden``) give no task; labels
-must be unique on their page.
+(closed ``<details>``, ``hidden``, ``display:none`` or ``visibility:hidden`` inline or by a
+plain rule of the page's own stylesheets, ``aria-hidden``) give no task; labels must be
+unique on their page.
 
 >>> from lrlab.docsite.site import parse_html
 >>> t = parse_html("<table><tr><th>Name</th><th>Default</th></tr><tr><td>port</td><td>80</td></tr></table>")
@@ -84,8 +85,11 @@ class Fact:
 
 
 def shown(el: El) -> bool:
-    """Whether a browser shows ``el`` (not in a closed ``<details>``, not hidden)."""
+    """Whether a browser shows ``el``: not in a closed ``<details>``, not hidden by an
+    attribute, an inline style or a rule of the page's stylesheets (``El.css_hidden``)."""
     for e in [el, *el.ancestors()]:
+        if e.css_hidden:
+            return False
         a = e.attrs
         style = a.get("style", "").replace(" ", "").lower()
         if "hidden" in a or a.get("aria-hidden") == "true" or "display:none" in style:
@@ -146,15 +150,16 @@ _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 
 
 def label_facts(root: El) -> list[Fact]:
-    """``Label: value`` lines (an element holding that text alone) under a heading whose text
-    is unique on the page; the first line of each label under each heading."""
+    """``Label: value`` lines (an element holding that text alone) under a shown heading
+    whose text is unique on the page; the first line of each label under each heading. A
+    hidden heading ends the previous one's section (what follows is under no heading)."""
     found: list[Fact] = []
     heading: str | None = None
     seen: set[str] = set()
     counts = Counter(clean(h.text()).casefold() for h in root.iter() if h.tag in _HEADINGS)
     for e in root.iter():
         if e.tag in _HEADINGS:
-            heading = clean(e.text())
+            heading = clean(e.text()) if shown(e) else None
             seen = set()
             continue
         if heading is None or counts[heading.casefold()] != 1 or len(heading) > 80:
