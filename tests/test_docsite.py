@@ -289,3 +289,21 @@ def test_offline_tuning_replays_the_full_steps_with_grouped_cv(live, capsys):
     out = capsys.readouterr().out
     assert "grouped CV over (site, family)" in out and "anchor:top_k=5" in out
     assert tune["main"](["--episodes", str(live), "--knob", "anchor"]) == 2
+
+
+def test_table_cells_read_as_the_browser_names_them():
+    # a sort marker a stylesheet adds after a column's name, and <kbd> keys named with
+    # spaces around "+": the HTML's text still finds the cell (sqlite3-doc, Node's docs)
+    from lrlab.docsite.policy import Missing, parse, table_cell
+
+    tree = "\n".join([
+        "RootWebArea 'T'", "\t[1] table ''", "\t\t[2] row ''",
+        "\t\t\t[3] columnheader 'Name ♦'", "\t\t\t[4] columnheader 'Version ♦'",
+        "\t\t\t[9] columnheader 'Versions'", "\t\t[5] row ''", "\t\t\t[6] cell 'Ctrl + Shift + Delete'",
+        "\t\t\t[7] cell '3.8.2'", "\t\t\t[8] cell 'x'",
+    ])  # fmt: skip
+    ls = parse(tree)
+    assert table_cell(ls, "Ctrl+Shift+Delete", "Version")[0] == "3.8.2"
+    assert table_cell(ls, "Ctrl+Shift+Delete", "Versions")[0] == "x"  # exact first
+    with pytest.raises(Missing):
+        table_cell(ls, "Ctrl+Shift+Delete", "Release")

@@ -24,8 +24,10 @@ from __future__ import annotations
 import ast
 import hashlib
 import inspect
+import itertools
 import re
 import time
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -132,12 +134,42 @@ def _text_of(ls: list[Line], i: int) -> str:
     return " ".join(ls[j].name for j in _children(ls, i) if ls[j].role == "StaticText")
 
 
+def loose(text: str) -> str:
+    """:func:`~lrlab.docsite.site.norm` without what a browser adds around a page's own
+    text: symbols (a sort marker ``♦`` that a stylesheet puts after a column's name) and the
+    spaces beside ``+``, ``/`` and ``-`` (keys ``<kbd>Ctrl</kbd>+<kbd>C</kbd>``, named
+    ``Ctrl + C``). A fallback only, when the exact reading finds nothing.
+
+    >>> loose("Version ♦") == loose("Version"), loose("Ctrl + Shift") == loose("Ctrl+Shift")
+    (True, True)
+    """
+    kept = "".join(c for c in norm(text) if not unicodedata.category(c).startswith("S") or c in "+")
+    return _JOINS.sub(r"\1", " ".join(kept.split()))
+
+
+_JOINS = re.compile(r"\s*([+/-])\s*")
+
+
+def _pick(names: list[str], want: str) -> int | None:
+    """Where ``want`` is among ``names``: read exactly, else :func:`loose`ly (one match only)."""
+    if norm(want) in names:
+        return names.index(norm(want))
+    hits = [k for k, n in enumerate(names) if loose(n) == loose(want)]
+    return hits[0] if len(hits) == 1 else None
+
+
 def table_cell(ls: list[Line], key: str, column: str) -> tuple[str, list[int]]:
     """The text of the cell in the row whose first cell reads ``key``, under the column
     header ``column``, and the lines read (key cell, header, answer cell)."""
-    for i, x in enumerate(ls):
-        if x.role not in _CELL or norm(_text_of(ls, i)) != norm(key):
-            continue
+    want = norm(key)
+    exact = (i for i, x in enumerate(ls) if x.role in _CELL and norm(_text_of(ls, i)) == want)
+    first = next(exact, None)
+    if first is None:  # no cell reads the key exactly: read loosely
+        want = loose(key)
+        rows = (i for i, x in enumerate(ls) if x.role in _CELL and loose(_text_of(ls, i)) == want)
+    else:
+        rows = itertools.chain([first], exact)
+    for i in rows:
         row = _up(ls, i, ("row",))
         cells = _cells(ls, row)
         if not cells or cells[0] != i:
@@ -145,9 +177,9 @@ def table_cell(ls: list[Line], key: str, column: str) -> tuple[str, list[int]]:
         table = _up(ls, row, ("table", "grid", "treegrid"))
         heads = [j for j in _children(ls, table) if ls[j].role == "columnheader"]
         names = [norm(_text_of(ls, j)) for j in heads]
-        if norm(column) not in names:
+        k = _pick(names, column)
+        if k is None:
             raise Missing(f"no column {column!r}")
-        k = names.index(norm(column))
         if len(cells) != len(heads):  # a header or a cell dropped: the columns do not line up
             raise Missing("row and header of different lengths")
         return _text_of(ls, cells[k]), [ls[i].n, ls[heads[k]].n, ls[cells[k]].n]
