@@ -48,8 +48,8 @@ from collections.abc import Iterable
 from lrlab.reducers.budget import step_context
 from lrlab.reducers.features import line_names, role_group
 from lrlab.reducers.lexicon import content, goal_terms, term_matcher
-from lrlib.core.axtree import AxTree
 from lrlib.core.step import Step
+from lrlib.data.evidence import line_name
 
 __all__ = ["QUESTION", "SHORT", "TEXT_ROLES", "WORD_MIN", "decision_lines", "named_lines"]
 
@@ -59,7 +59,6 @@ WORD_MIN = 4  # letters: a shorter word shared by a field's label and the goal d
 CHOICES = frozenset({"checkbox", "radio", "switch", "option", "menuitemcheckbox", "menuitemradio"})
 _CHOSEN = re.compile(r"selected=True|checked='true'|checked=True|pressed='true'")
 _WORDS = re.compile(r"\w+")
-_NAME = re.compile(r"^\s*(?:\[[^\]]*\]\s+)?\S+\s+'((?:[^'\\]|\\.)*)'")
 TEXT_ROLES = frozenset({
     "StaticText", "LabelText", "cell", "gridcell", "columnheader", "rowheader", "heading",
     "paragraph", "strong", "emphasis", "time", "term", "definition",
@@ -164,12 +163,6 @@ def decision_lines(step: Step, lines: Iterable[int]) -> list[int]:
     return sorted(kept | add)
 
 
-def _name_of(t: AxTree, n: int) -> str:
-    """The accessible name of line ``n`` (1-based) of tree ``t``, or its text after the role."""
-    m = _NAME.match(t.texts[n - 1])
-    return m.group(1) if m else t.texts[n - 1].strip()
-
-
 def _phrase(text: str) -> str:
     return " " + " ".join(_WORDS.findall(text.casefold())) + " "
 
@@ -194,8 +187,7 @@ def named_lines(step: Step) -> list[int]:
     for i, role in enumerate(t.roles):
         if t.bids[i] is None or not (role in CHOICES or role_group(role) == "form"):
             continue
-        m = _NAME.match(t.texts[i])
-        own = m.group(1) if m else ""
+        own = line_name(t.texts[i])
         if role in CHOICES:
             said = _phrase(own)
             if said.strip() and said in goal:
@@ -203,7 +195,7 @@ def named_lines(step: Step) -> list[int]:
                 groups.update(a - 1 for a in t.ancestors(i + 1)[:2])
             continue
         label = [] if own.strip() else ctx[i]
-        said = _phrase(own if own.strip() else " ".join(_clean(_name_of(t, n)) for n in label))
+        said = _phrase(own if own.strip() else " ".join(line_name(t.texts[n - 1]) for n in label))
         if said.strip() and (said in goal or words & set(said.split())):
             out.update((i + 1, *label))
             groups.add(i)
