@@ -77,8 +77,8 @@ def missing_dataset(path: Path) -> str:
     """What to say when there is no dataset at ``path``: how to build that very file (the
     shipped one with ``make data``; a user's with ``lrlib import-traces ... -o path``).
 
-    >>> missing_dataset(Path("/tmp/mine/observations.jsonl.gz"))
-    'no dataset at /tmp/mine/observations.jsonl.gz; create it with `lrlib import-traces path/to/agentlab_results -o /tmp/mine/observations.jsonl.gz`'
+    >>> missing_dataset(Path("mine/observations.jsonl.gz"))
+    'no dataset at mine/observations.jsonl.gz; create it with `lrlib import-traces path/to/agentlab_results -o mine/observations.jsonl.gz`'
     """
     if paths.is_shipped(path):
         return f"no dataset at {path}; build the shipped one with `make data`"
