@@ -307,3 +307,27 @@ def test_table_cells_read_as_the_browser_names_them():
     assert table_cell(ls, "Ctrl+Shift+Delete", "Versions")[0] == "x"  # exact first
     with pytest.raises(Missing):
         table_cell(ls, "Ctrl+Shift+Delete", "Release")
+
+
+@needs_browser
+def test_an_episode_is_derived_only_when_every_step_shows_the_same_text(live):
+    """lrlab.agent.derive: each recorded episode reduces again, offline, to the very texts
+    its policy was shown (so a reducer that shows the same is the same episode); another
+    reducer whose text differs at some step must be played; and any episode derived across
+    reducers has the actions and outcome that reducer's own recorded episode has."""
+    from lrlab.agent.derive import split
+
+    reducers = ["full", "bm25:top_k=2", "anchor"]
+    summaries = {r: [json.loads(f.read_text()) for f in sorted(live.glob("*/summary_info.json"))
+                     if json.loads(f.read_text())["reducer"] == r] for r in reducers}  # fmt: skip
+    for r in reducers:
+        derived, todo, counts = split(live, summaries[r], r, "scripted", "docs")
+        assert len(derived) == len(summaries[r]) > 0 and not todo, (r, counts)
+        assert counts["steps"] >= len(derived) and counts["steps_differ"] == 0
+    derived, todo, counts = split(live, summaries["full"], "bm25:top_k=2", "scripted", "docs")
+    assert todo and counts["steps_differ"] >= len(todo)  # bm25 cuts the fixture's pages
+    own = {(s["task"], s["seed"]): s for s in summaries["bm25:top_k=2"]}
+    for d in derived:
+        mine = own[(d["task"], d["seed"])]
+        assert d["success"] == mine["success"]
+        assert [s["action"] for s in d["steps"]] == [s["action"] for s in mine["steps"]]

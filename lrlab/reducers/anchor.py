@@ -100,6 +100,9 @@ def phrase_lines(
     [1]
     >>> phrase_lines(["link 'Section\\\\xa028.2'", "link 'Section  28.2'"], ["Section 28.2"], 5)
     [0, 1]
+    >>> bs = chr(92)  # a backslash: the goal quotes \\n as the page has it, the tree escapes it
+    >>> phrase_lines([f"cell '{bs}{bs}n'", "cell 'n'"], [f"{bs}n"], 5)
+    [0]
     """
     return named_lines(texts, phrases, cap, index)[1 if label else 0]
 
@@ -114,8 +117,10 @@ def named_lines(
     # any run of whitespace in a phrase matches any run in a name, a non-breaking or other
     # Unicode space included, which the tree shows escaped (PostgreSQL's 'Section\\xa028.2'):
     # the policy reads the name unescaped and normalises its whitespace
+    # and as the tree writes it: a backslash or control character escaped ('\\n' for \n)
+    forms = {f for p in phrases for f in (p, repr(p)[1:-1].replace("\\'", "'"))}
     alts = "|".join(_SPACE.join(map(re.escape, p.split()))
-                    for p in sorted(phrases, key=len, reverse=True))  # fmt: skip
+                    for p in sorted(forms, key=len, reverse=True))  # fmt: skip
     pattern = re.compile(rf"""(['"])\s*(?:{alts})(?:(\s*[{_MARKS}]?\1)|:)""", re.IGNORECASE)
     found: tuple[list[int], list[int]] = ([], [])
     for m in pattern.finditer(body):
