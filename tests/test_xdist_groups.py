@@ -70,3 +70,17 @@ def test_groups_really_keep_a_module_on_one_worker(tmp_path):
     for name in ("a", "b", "c"):
         workers = sorted(p.name[1:] for p in tmp_path.glob(f"{name}gw*"))
         assert len(workers) == 1, f"test_{name}.py ran on {workers}"
+
+
+def test_an_xdist_worker_runs_numpy_blas_on_one_thread():
+    """Two workers on two cores: a BLAS thread per core in each would spin against the other
+    worker's (conftest.py). Under `make test` this runs in a worker."""
+    import os
+
+    import numpy  # noqa: F401  (loads OpenBLAS)
+    from threadpoolctl import threadpool_info
+
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        pytest.skip("not in an xdist worker (make test runs one)")
+    pools = [p for p in threadpool_info() if p["internal_api"] == "openblas"]
+    assert pools and all(p["num_threads"] == 1 for p in pools), pools
