@@ -66,12 +66,12 @@ def main(argv: list[str] | None = None) -> int:
               f"{c['derive_s']:.0f} s; the guard changed {c['steps_differ']} steps of "
               f"{c['episodes_differ']} episodes: playing those with {off}", flush=True)  # fmt: skip
         played = []
-        for site in sorted({s.task.split(".")[0] for s in todo}):
+        for site in sorted({s.task.rsplit(".", 1)[0] for s in todo}):
             if site not in sites:
                 print(f"bench_docs_guard: no folder for site {site!r}; valid: {', '.join(sites)} "
                       f"(or --site {site}=FOLDER)", file=sys.stderr)  # fmt: skip
                 return 2
-            specs = [s for s in todo if s.task.split(".")[0] == site]
+            specs = [s for s in todo if s.task.rsplit(".", 1)[0] == site]
             played += run_docs(sites[site], specs, out, jobs=args.jobs)
         counts[reducer] = {**c, "played": len(played)}
         for r in recorded:
@@ -82,13 +82,14 @@ def main(argv: list[str] | None = None) -> int:
                          "seed": int(r["seed"]), "success": bool(r["success"]),
                          "derived": "derived_from" in r} for r in rows])  # fmt: skip
     eps["key"] = eps["task"] + "." + eps["seed"].astype(str)
+    eps["cluster"] = eps["key"]  # a task is its own cluster: intervals over tasks
     eps["side"] = eps["reducer"] + eps["guard"].map({True: ":guard=on", False: ":guard=off"})
-    eps["site"] = eps["task"].str.split(".").str[0]
-    table = bootstrap(eps, "success", by="side", cluster="key")
+    eps["site"] = eps["task"].str.rsplit(".", n=1).str[0]
+    table = bootstrap(eps, "success", by="side", cluster="cluster")
     diffs = []
     for reducer in counts:
         d = paired(eps, "success", f"{reducer}:guard=off", f"{reducer}:guard=on", column="side",
-                   key="key", cluster="key")  # fmt: skip
+                   key="key", cluster="cluster")  # fmt: skip
         c = counts[reducer]
         diffs.append({"reducer": reducer, "off_minus_on": d["estimate"], "lo": d["lo"],
                       "hi": d["hi"], "n_tasks": d["n_episodes"], "steps": c["steps"],

@@ -92,16 +92,17 @@ _ = plots.save(fig, "docs_success_vs_reduction")
 #
 # The program and learned reducers drop lines whose text reads like an instruction to the
 # agent (the guard); these pages carry no attack, so any success lost with the guard on is
-# its price.
+# its price. Its guard-off episode is the guarded one wherever the guard hid nothing the
+# policy would have been shown; only the others are played again.
 
 # %%
 per_family = episodes.pivot_table(index="reducer", columns="family", values="success",
                                   aggfunc="mean")  # fmt: skip
 display(per_family.round(2))
-guard = summary.set_index("reducer")["success"]
-pairs = [(r, f"{r}:guard=False") for r in ("program", "learned") if f"{r}:guard=False" in guard]
-display(pd.DataFrame([{"reducer": r, "guard on": guard[r], "guard off": guard[g]}
-                      for r, g in pairs]))  # fmt: skip
+# guard off: derived where it shows the policy the same text at every step, else played
+# (benchmarks/bench_docs_guard.py, lrlab.agent.derive)
+if (DOCS / "guard.csv").is_file():
+    display(pd.read_csv(DOCS / "guard.csv").round(3))
 
 # %% [markdown]
 # ## Why reducers fail here
