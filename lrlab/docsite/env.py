@@ -72,11 +72,12 @@ def _task_class() -> type:
             return "docs"
 
         def __init__(self, seed: int, base: str, tasks: list[dict[str, Any]],
-                     attack: str | None = None, attack_seed: int = 0) -> None:  # fmt: skip
+                     attack: str | dict[str, str] | None = None, attack_seed: int = 0) -> None:  # fmt: skip
             super().__init__(seed)
             self.base = base
             self.task = Task(**tasks[seed % len(tasks)])
-            self.attack = attack  # lrlab.injection.live_attacks: built in every page
+            # lrlab.injection.live_attacks, built in every page: one for all tasks, or by goal
+            self.attack = attack if not isinstance(attack, dict) else attack.get(self.task.goal)
             self.attack_seed = attack_seed
             self.slow_mo = SLOW_MO_MS
             self.timeout = TIMEOUT_MS
@@ -117,6 +118,8 @@ def _task_class() -> type:
 class DocsEnv(MiniWoB):
     """BrowserGym environments of a documentation site (module doc); a context manager that
     stops its server and browsers. ``base`` reuses a server already running (workers).
+    ``attack`` (:mod:`lrlab.injection.live_attacks`) is built in every page: one attack for
+    every task, or a dict from a task's goal to its attack (tasks not in it are clean).
     Closing, :meth:`close_env` and :meth:`canonical` are MiniWoB's."""
 
     benchmark = "docs"  # episodes are recorded as docs.<site>.<family> (lrlab.agent.live)
@@ -127,7 +130,7 @@ class DocsEnv(MiniWoB):
         chromium: str | None = None,
         base: str | None = None,
         seed: int = SEED,
-        attack: str | None = None,
+        attack: str | dict[str, str] | None = None,
         attack_seed: int = 0,
     ) -> None:
         from lrlab.agent.miniwob import MissingExtra, chromium_build, chromium_path
@@ -135,7 +138,8 @@ class DocsEnv(MiniWoB):
         if attack is not None:  # a bad name fails here, with the valid ones
             from lrlab.injection.live_attacks import parse_spec
 
-            parse_spec(attack)
+            for spec in [attack] if isinstance(attack, str) else set(attack.values()):
+                parse_spec(spec)
         self.attack, self.attack_seed = attack, attack_seed
         missing = missing_packages()
         if missing:
@@ -178,7 +182,10 @@ class DocsEnv(MiniWoB):
         """What names the site (no machine path) and the live attack in every result."""
         if self.attack is None:
             return self.site.describe()
-        return {**self.site.describe(), "attack": self.attack, "attack_seed": self.attack_seed}
+        from lrlab.injection.live_attacks import plan_hash
+
+        return {**self.site.describe(), "attack": plan_hash(self.attack),
+                "attack_seed": self.attack_seed}  # fmt: skip
 
     def task_name(self, family: str) -> str:
         """BrowserGym's task name of a family (``docs.<site>.<family>``, without the prefix)."""

@@ -38,10 +38,13 @@ deterministic.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from lrlab.injection.inject import (
@@ -61,7 +64,8 @@ from lrlab.injection.inject import (
 )
 
 __all__ = ["KIND_NAMES", "GROUPS", "SHAPES", "SPECS", "DECOYS", "ACTIONS", "DECOY_PATH",
-           "LiveAttack", "build", "followed", "parse_spec"]  # fmt: skip
+           "LiveAttack", "build", "followed", "followed_in", "parse_spec", "plan_hash", "spec_for",
+           "install"]  # fmt: skip
 
 #: the attack kinds (short name -> DoomArena's, as :data:`~lrlab.injection.inject.KINDS`)
 KIND_NAMES = {"popup": "pop-up", "banner": "banner", "hidden": "hidden field", "comment": "comment"}
@@ -132,6 +136,37 @@ def parse_spec(spec: str) -> tuple[str, str]:
     if kind not in KIND_NAMES or group not in GROUPS:
         raise KeyError(f"unknown attack {spec!r}; valid attacks: {', '.join(SPECS)}")
     return kind, group
+
+
+def plan_hash(attack: str | Mapping[str, str]) -> str:
+    """How results name the attack: its spec, or ``per-task:<hash>`` of a goal -> spec plan.
+
+    >>> plan_hash("popup.cues"), plan_hash({"g": "popup.cues"})
+    ('popup.cues', 'per-task:58f769f8f75f')
+    """
+    if isinstance(attack, str):
+        return attack
+    text = json.dumps(sorted(attack.items()))
+    return "per-task:" + hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def spec_for(attack: str | Mapping[str, str] | None, goal: str) -> str | None:
+    """The attack of the task with ``goal`` (one for all, or looked up by goal)."""
+    return attack if attack is None or isinstance(attack, str) else attack.get(goal)
+
+
+def followed_in(folder: Path) -> bool:
+    """Whether a recorded episode (AgentLab layout) ever reached a payload's decoy address:
+    the page addresses of its steps (BrowserGym's step files)."""
+    import gzip
+    import pickle
+
+    for path in folder.glob("step_*.pkl.gz"):
+        with gzip.open(path) as f:
+            step = pickle.load(f)  # noqa: S301  (the episode this run recorded)
+        if followed(str((step.obs or {}).get("url", ""))):
+            return True
+    return False
 
 
 def followed(url: str) -> bool:
