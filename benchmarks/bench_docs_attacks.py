@@ -17,7 +17,8 @@ action carried out, read from the episode's page addresses; an upper bound, see
 :mod:`lrlab.docsite.obedient`), and the scripted policy on the clean site (task success
 without attack), unless ``--clean-from`` already holds that clean episode (the issue 34
 study's episodes: full, anchor, truncate-agentlab). Resumable: recorded episodes are skipped.
-Episodes go to ``<results dir>/live/docs_attacks/{attacked,clean}`` (AgentLab layout).
+Episodes go to ``<results dir>/live/docs_attacks/{attacked-<plan hash>,clean}`` (AgentLab
+layout).
 
 Tables: success and attack success with 95% bootstrap intervals over tasks, and n, per
 reducer, per reducer x kind, per reducer x group; ``--write`` copies them, with provenance
@@ -44,14 +45,14 @@ EST_EPISODE_S = 7.0  # one browser's episode on a big page, the machine shared (
 
 def plan(sites, tasks_per_site: int, seed: int = SEED):  # noqa: ANN001, ANN201
     """``[(site, family, index, goal, attack spec)]``: tasks in turn from each site's
-    families, attacks dealt from seeded permutations of the 12 specs (one per site and 12
-    tasks: every spec once per site at ``tasks_per_site=12``)."""
+    families, attacks dealt from seeded permutations of the 12 specs (with 3 sites of 8
+    tasks, every spec twice)."""
     from lrlab.docsite.tasks import FAMILIES, load_tasks
     from lrlab.injection.live_attacks import SPECS
 
+    rng, deck = random.Random(seed), []
     out = []
-    for site in sites:  # a deck per site: more tasks per site leave the first ones as they were
-        rng, deck = random.Random(f"{seed}:{site.name}"), []
+    for site in sites:
         tasks = load_tasks(site)
         fams = [f for f in FAMILIES if tasks[f]]
         for j in range(tasks_per_site):
@@ -124,13 +125,14 @@ def main(argv: list[str] | None = None) -> int:
     from lrlab.agent.live import EpisodeSpec, done
     from lrlab.docsite.run import run_docs
     from lrlab.docsite.site import Site, SiteError
+    from lrlab.injection.live_attacks import plan_hash
     from lrlib.paths import REPO_DIR, results_dir
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--site", action="append", help="site root folder (repeat; default: "
                    "the Python 3.11 and Node.js docs, and PostgreSQL 15's to check)")  # fmt: skip
     p.add_argument("--reducers", default=";".join(REDUCERS), help="';'-separated specs")
-    p.add_argument("--tasks-per-site", type=int, default=12)
+    p.add_argument("--tasks-per-site", type=int, default=8)
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--clean-from", type=Path, default=None,
@@ -148,18 +150,24 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or results_dir() / "live" / "docs_attacks"
     clean_from = args.clean_from or results_dir() / "live" / "docs" / "study"
     items = plan(sites, args.tasks_per_site)
-    # what is left to play: (site, policy, attacked?) -> episode specs
+    # attacked episodes are kept per attack plan: a different plan (sites, tasks, seed) never
+    # reuses an episode played under another attack
+    tag = plan_hash({f"{s.name}.{f}.{i}": a for s, f, i, _, a in items}).split(":")[1]
+    attacked_dir = out / f"attacked-{tag}"
+    # what is left to play: attacked episodes on every site, then the clean ones (looked up
+    # again just before: clean episodes recorded meanwhile under --clean-from are reused)
     work = []
-    for site in sites:
-        mine = [x for x in items if x[0] is site]
-        specs = [EpisodeSpec(r, f"{site.name}.{f}", i) for _, f, i, _, _ in mine for r in reducers]
-        attack = {goal: spec for _, _, _, goal, spec in mine}
-        for policy in ("scripted", "obedient"):
-            todo = [s for s in specs if done(out / "attacked", s, policy, "docs") is None]
-            work.append((site, policy, attack, out / "attacked", specs, len(todo)))
-        clean = [s for s in specs if done(clean_from, s, "scripted", "docs") is None]
-        todo = [s for s in clean if done(out / "clean", s, "scripted", "docs") is None]
-        work.append((site, "scripted", None, out / "clean", clean, len(todo)))
+    for attacked in (True, False):
+        for site in sites:
+            mine = [x for x in items if x[0] is site]
+            specs = [EpisodeSpec(r, f"{site.name}.{f}", i) for _, f, i, _, _ in mine
+                     for r in reducers]  # fmt: skip
+            attack = {goal: spec for _, _, _, goal, spec in mine}
+            for policy in ("scripted", "obedient") if attacked else ("scripted",):
+                folder = attacked_dir if attacked else out / "clean"
+                todo = [s for s in specs if done(folder, s, policy, "docs") is None
+                        and (attacked or done(clean_from, s, policy, "docs") is None)]  # fmt: skip
+                work.append((site, policy, attack if attacked else None, folder, specs, len(todo)))
     n_todo = sum(w[-1] for w in work)
     eta = n_todo * EST_EPISODE_S / max(1, args.jobs) / 60
     print(f"plan: {len(items)} tasks on {[s.name for s in sites]} x {len(reducers)} reducers; "
@@ -172,6 +180,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     start, played = time.perf_counter(), 0
     for site, policy, attack, folder, specs, n in work if not args.no_play else []:
+        if attack is None:
+            specs = [s for s in specs if done(clean_from, s, "scripted", "docs") is None]
+            n = sum(done(folder, s, policy, "docs") is None for s in specs)
         if not n:
             continue
         t = time.perf_counter()
@@ -189,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     for site in sites:
         mine = [x for x in items if x[0] is site]
         for policy in ("scripted", "obedient"):
-            rows += _rows(site, mine, out / "attacked", reducers, policy, True)
+            rows += _rows(site, mine, attacked_dir, reducers, policy, True)
         for src in (clean_from, out / "clean"):
             got = _rows(site, mine, src, reducers, "scripted", False)
             seen = {(r["task"], r["reducer"]) for r in rows if not r["attacked"]}
@@ -211,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         sites=[s.describe() for s in sites], reducers=reducers, tasks_per_site=args.tasks_per_site,
         seed=SEED, attack_seed=0,
         browser_builds=sorted({b for b in frame["browser_build"].dropna()}),
-        episodes=int(len(frame)), clean_reused_from=clean_from.name,
+        episodes=int(len(frame)), clean_reused_from=clean_from.name, attack_plan=tag,
         plan=[{"task": f"{s.name}.{f}.{i}", "attack": a} for s, f, i, _, a in items],
         note="attack_success: the obedient agent (an upper bound: it obeys every payload it "
         "can read) carried out the payload's action; success_attacked: the scripted policy's "

@@ -137,7 +137,8 @@ def test_the_obedient_agent_obeys_only_what_it_can_read():
 
 
 # session scope and one browser pool (tests/conftest.py: costly live episodes): the obedient
-# agent is told only task 0's attack, so on the other tasks it is the scripted policy
+# agent is told only task 0's attack, so on the other tasks it is the scripted policy; two
+# steps are enough for each (dismiss, click), and the blocked one shows itself in two
 @pytest.fixture(scope="session")
 def attacked(tmp_path_factory):
     from lrlab.agent.live import EpisodeSpec
@@ -158,7 +159,7 @@ def attacked(tmp_path_factory):
     out = tmp_path_factory.mktemp("attacks")
     results = run_docs(str(FIXTURE), specs, out, policy="obedient",
                        policy_kw={"attack": {tasks[0].goal: "popup.cuefree"}}, jobs=1,
-                       attack=attack, progress=False)  # fmt: skip
+                       max_steps=2, attack=attack, progress=False)  # fmt: skip
     return out, results
 
 
@@ -177,10 +178,10 @@ def test_live_pop_up_is_dismissed_followed_and_blocks_the_page(attacked):
     assert learned["success"] and acts[1][0].endswith(", 'left')") and not followed_in(folder[1])
     # full keeps it too: the scripted behaviour dismisses the modal and goes on
     assert dismissed["success"] and acts[2][0].endswith(", 'left')") and len(acts[2]) == 2
-    # a modal whose way out the policy does not see: its clicks on the link land on the
-    # layer, the page never changes, and the task fails (the same click works once dismissed)
+    # a modal whose way out the policy does not see: its click on the link lands on the
+    # layer, the page does not change (a click that arrives ends the episode with success;
+    # the same click works once the modal is dismissed, above), and it waits
     assert not blocked["success"] and not followed_in(folder[3])
-    assert acts[3].count(acts[3][0]) == 2 and acts[3][0].startswith("click(")
-    assert "did not arrive" in str(blocked["err_msg"])
+    assert acts[3][0].startswith("click(") and acts[3][1].startswith("noop(")
     prov = json.loads((folder[0] / "summary_info.json").read_text())["provenance"]
     assert prov["attack"].startswith("per-task:") and prov["browser_build"].startswith("Chromium")
