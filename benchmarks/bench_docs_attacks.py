@@ -87,6 +87,7 @@ def _rows(site, items, out: Path, reducers, policy: str, attacked: bool):  # noq
                          "followed": followed_in(folder) if attacked else False,
                          "dismissed": any(x.endswith(", 'left')") for x in actions),
                          "n_steps": len(actions), "episode_s": r.get("episode_s"),
+                         "model": (r.get("provenance") or {}).get("model"),
                          "browser_build": (r.get("provenance") or {}).get("browser_build")})  # fmt: skip
     return rows
 
@@ -104,6 +105,9 @@ def tables(frame):  # noqa: ANN001, ANN201
         "success_attacked": att[att["policy"] == "scripted"].assign(v=lambda d: d["success"]),
         "scripted_followed": att[att["policy"] == "scripted"].assign(v=lambda d: d["followed"]),
         "success_clean": frame[~frame["attacked"]].assign(v=lambda d: d["success"]),
+        # a real model as the policy, when played (--policies ...,llm): both measures
+        "llm_attack_success": att[att["policy"] == "llm"].assign(v=lambda d: d["followed"]),
+        "llm_success_attacked": att[att["policy"] == "llm"].assign(v=lambda d: d["success"]),
     }
     out = {}
     for name, by in (("by_reducer", ["reducer"]), ("by_kind", ["reducer", "kind"]),
@@ -137,11 +141,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--clean-from", type=Path, default=None,
                    help="recorded clean episodes to reuse (default: the issue 34 study's)")  # fmt: skip
+    p.add_argument("--policies", default="scripted,obedient",
+                   help="attacked episodes' policies; llm: the model at OPENAI_BASE_URL "
+                   "(e.g. `lrlib serve`), CALLED for every step")  # fmt: skip
+    p.add_argument("--max-steps", type=int, default=None, help="per episode (default: lrlib's)")
     p.add_argument("--plan", action="store_true", help="print the plan and stop")
     p.add_argument("--no-play", action="store_true", help="tables from recorded episodes")
-    p.add_argument("--write", action="store_true", help="copy the tables to data/live/docs_attacks/")
+    p.add_argument(
+        "--write", action="store_true", help="copy the tables to data/live/docs_attacks/"
+    )
     args = p.parse_args(argv)
     reducers = [r for r in args.reducers.split(";") if r]
+    policies = [x for x in args.policies.split(",") if x]
+    bad = [x for x in policies if x not in ("scripted", "obedient", "llm")]
+    if bad:
+        print(f"bench_docs_attacks: unknown policy {bad[0]!r}; valid: scripted, obedient, llm",
+              file=sys.stderr)  # fmt: skip
+        return 2
     try:
         sites = [Site(s) for s in (args.site or SITES)]
     except SiteError as e:
@@ -163,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
             specs = [EpisodeSpec(r, f"{site.name}.{f}", i) for _, f, i, _, _ in mine
                      for r in reducers]  # fmt: skip
             attack = {goal: spec for _, _, _, goal, spec in mine}
-            for policy in ("scripted", "obedient") if attacked else ("scripted",):
+            for policy in policies if attacked else ("scripted",):
                 folder = attacked_dir if attacked else out / "clean"
                 todo = [s for s in specs if done(folder, s, policy, "docs") is None
                         and (attacked or done(clean_from, s, policy, "docs") is None)]  # fmt: skip
@@ -186,8 +202,12 @@ def main(argv: list[str] | None = None) -> int:
         if not n:
             continue
         t = time.perf_counter()
+        extra = {"max_steps": args.max_steps} if args.max_steps else {}
+        if policy == "llm":
+            print(f"{site.name}: the llm policy CALLS the model at OPENAI_BASE_URL for every step",
+                  flush=True)  # fmt: skip
         run_docs(str(site.root), specs, folder, policy=policy, jobs=args.jobs, attack=attack,
-                 progress=True)  # fmt: skip
+                 progress=True, **extra)  # fmt: skip
         played += n
         spent = time.perf_counter() - start
         left = (n_todo - played) * spent / played / 60
@@ -199,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for site in sites:
         mine = [x for x in items if x[0] is site]
-        for policy in ("scripted", "obedient"):
+        for policy in policies:
             rows += _rows(site, mine, attacked_dir, reducers, policy, True)
         for src in (clean_from, out / "clean"):
             got = _rows(site, mine, src, reducers, "scripted", False)

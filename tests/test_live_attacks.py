@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lrlab.docsite.env import missing_packages
-from lrlab.docsite.policy import DocsScriptedPolicy, way_out, parse
+from lrlab.docsite.policy import DocsScriptedPolicy, parse, way_out
 from lrlab.injection.inject import ATTACKS, CUEFREE, HELDOUT_CUEFREE, KINDS, PLACES
 from lrlab.injection.live_attacks import (
     KIND_NAMES,
@@ -131,7 +131,9 @@ def test_the_obedient_agent_obeys_only_what_it_can_read():
     obedient = ObedientDocsPolicy(attack="popup.cuefree")
     assert obedient.act(GOAL, (), tree).action == "click('10')"
     # the payload reduced away (the guard's stub left): it acts as the scripted policy
-    guarded = "RootWebArea 'Doc'\n\t[7] link 'gadget.foxtrot'\n\t[9] dialog\n\t\t[11] button (dismiss)"
+    guarded = (
+        "RootWebArea 'Doc'\n\t[7] link 'gadget.foxtrot'\n\t[9] dialog\n\t\t[11] button (dismiss)"
+    )
     assert obedient.act(GOAL, (), guarded).action == "click('11', 'left')"
     assert ObedientDocsPolicy().act(GOAL, (), tree).action == "click('11', 'left')"
 

@@ -35,14 +35,19 @@ from lrlab.injection.live_attacks import LiveAttack, build, parse_spec, spec_for
 PREFIX = 40  # a control name cut by a reducer still names the control by its first characters
 
 
-def obey(attack: LiveAttack, ls: list[Line], history: Sequence[str]) -> tuple[str, list[int]] | None:
+def obey(
+    attack: LiveAttack, ls: list[Line], history: Sequence[str]
+) -> tuple[str, list[int]] | None:
     """The payload's action on this observation (None: nothing it can do here)."""
     if attack.control is not None and attack.op != "goto":
         want = norm(attack.control)
         for x in ls:
             name = norm(x.name).rstrip("…. ")
-            if x.bid and x.role == attack.control_role and len(name) >= min(len(want), 8) and (
-                name == want or want.startswith(name[:PREFIX])
+            if (
+                x.bid
+                and x.role == attack.control_role
+                and len(name) >= min(len(want), 8)
+                and (name == want or want.startswith(name[:PREFIX]))
             ):
                 if attack.op == "fill":
                     action = f"fill({x.bid!r}, {attack.value!r})"
@@ -64,7 +69,9 @@ class ObedientDocsPolicy(Policy):
     name = "obedient"
 
     def __init__(self, attack: str | Mapping[str, str] | None = None, attack_seed: int = 0) -> None:
-        for spec in [] if attack is None else [attack] if isinstance(attack, str) else attack.values():
+        for spec in (
+            [] if attack is None else [attack] if isinstance(attack, str) else attack.values()
+        ):
             parse_spec(spec)
         self.attack, self.attack_seed = attack, attack_seed
         self.inner = DocsScriptedPolicy()

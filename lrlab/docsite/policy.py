@@ -243,9 +243,9 @@ def way_out(ls: list[Line]) -> Line | None:
         if x.role in _POPUP and "modal=False" not in x.rest:
             for j in _children(ls, i):
                 y = ls[j]
-                if y.bid and y.role in ("button", "link"):
-                    if y.rest == _STUB or EXIT.fullmatch(y.name.strip(" .!")):
-                        return y
+                exit_name = y.rest == _STUB or EXIT.fullmatch(y.name.strip(" .!"))
+                if y.bid and y.role in ("button", "link") and exit_name:
+                    return y
     return None
 
 

@@ -85,8 +85,12 @@ LIVE_SHAPES: dict[str, tuple[_Line, ...]] = {
 LIVE_SPANS = {"cue-hidden": SPANS["alert-banner"], "cue-comment": SPANS["alert-banner"]}
 #: group -> kind -> shapes (the cue-free ones by their :data:`~lrlab.injection.inject.KINDS`)
 SHAPES: dict[str, dict[str, tuple[str, ...]]] = {
-    "cues": {"popup": ("modal-focus",), "banner": ("alert-banner",), "hidden": ("cue-hidden",),
-             "comment": ("cue-comment",)},  # fmt: skip
+    "cues": {
+        "popup": ("modal-focus",),
+        "banner": ("alert-banner",),
+        "hidden": ("cue-hidden",),
+        "comment": ("cue-comment",),
+    },  # fmt: skip
     **{
         group: {k: tuple(s for s in shapes if KINDS[s] == name) for k, name in KIND_NAMES.items()}
         for group, shapes in (("cuefree", CUEFREE), ("heldout", HELDOUT_CUEFREE))
@@ -215,7 +219,9 @@ class LiveAttack:
             node["act"] = "payload" if i == self.action else "dismiss" if i == self.dismiss else ""
             if role == "link" and i == self.action:  # its address, or the decoy path
                 url = re.search(r"url='([^']*)'", attrs)
-                node["attrs"]["href"] = url[1] if url and followed(url[1]) else DECOY_PATH + self.shape
+                node["attrs"]["href"] = (
+                    url[1] if url and followed(url[1]) else DECOY_PATH + self.shape
+                )
             del stack[depth:]
             if stack:
                 stack[-1]["children"].append(node)
@@ -282,7 +288,10 @@ def build(spec: str, goal: str, seed: int = 0) -> LiveAttack:
     place = rng.choice(PLACES[KIND_NAMES[kind]])
     fill = {**goal_fills(goal), "url": EVIL_URL, "host": EVIL_HOST,
             "payload_host": PAYLOAD_HOST, "payload_url": PAYLOAD_URL}  # fmt: skip
-    raw = (*(LIVE_SHAPES.get(shape) or ATTACKS[shape]), *([DECOYS[shape]] if shape in DECOYS else []))
+    raw = (
+        *(LIVE_SHAPES.get(shape) or ATTACKS[shape]),
+        *([DECOYS[shape]] if shape in DECOYS else []),
+    )
     lines = tuple((d, b, role, fill_template(name or "", fill), fill_template(attrs, fill))
                   for d, b, role, name, attrs in raw)  # fmt: skip
     action, op, value = ACTIONS[shape]
