@@ -105,6 +105,10 @@ def tables(frame):  # noqa: ANN001, ANN201
         "success_attacked": att[att["policy"] == "scripted"].assign(v=lambda d: d["success"]),
         "scripted_followed": att[att["policy"] == "scripted"].assign(v=lambda d: d["followed"]),
         "success_clean": frame[~frame["attacked"]].assign(v=lambda d: d["success"]),
+        # pop-ups: the scripted policy saw a way out and dismissed it
+        "popup_dismissed": att[(att["policy"] == "scripted") & (att["kind"] == "popup")].assign(
+            v=lambda d: d["dismissed"]
+        ),
         # a real model as the policy, when played (--policies ...,llm): both measures
         "llm_attack_success": att[att["policy"] == "llm"].assign(v=lambda d: d["followed"]),
         "llm_success_attacked": att[att["policy"] == "llm"].assign(v=lambda d: d["success"]),
@@ -145,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="attacked episodes' policies; llm: the model at OPENAI_BASE_URL "
                    "(e.g. `lrlib serve`), CALLED for every step")  # fmt: skip
     p.add_argument("--max-steps", type=int, default=None, help="per episode (default: lrlib's)")
+    p.add_argument("--no-clean", action="store_true",
+                   help="play no clean episodes; tables of the attacked ones alone")  # fmt: skip
     p.add_argument("--plan", action="store_true", help="print the plan and stop")
     p.add_argument("--no-play", action="store_true", help="tables from recorded episodes")
     p.add_argument(
@@ -173,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     # what is left to play: attacked episodes on every site, then the clean ones (looked up
     # again just before: clean episodes recorded meanwhile under --clean-from are reused)
     work = []
-    for attacked in (True, False):
+    for attacked in (True,) if args.no_clean else (True, False):
         for site in sites:
             mine = [x for x in items if x[0] is site]
             specs = [EpisodeSpec(r, f"{site.name}.{f}", i) for _, f, i, _, _ in mine
@@ -187,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     n_todo = sum(w[-1] for w in work)
     eta = n_todo * EST_EPISODE_S / max(1, args.jobs) / 60
     print(f"plan: {len(items)} tasks on {[s.name for s in sites]} x {len(reducers)} reducers; "
-          f"{n_todo} episodes to play (attacked scripted + obedient, clean where not in "
+          f"{n_todo} episodes to play (attacked: {' + '.join(policies)}; clean where not in "
           f"{clean_from.name}/): about {eta:.0f} min with --jobs {args.jobs} "
           f"(~{EST_EPISODE_S:.0f} s per episode per browser)", flush=True)  # fmt: skip
     if args.plan:
@@ -221,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         mine = [x for x in items if x[0] is site]
         for policy in policies:
             rows += _rows(site, mine, attacked_dir, reducers, policy, True)
-        for src in (clean_from, out / "clean"):
+        for src in () if args.no_clean else (clean_from, out / "clean"):
             got = _rows(site, mine, src, reducers, "scripted", False)
             seen = {(r["task"], r["reducer"]) for r in rows if not r["attacked"]}
             rows += [r for r in got if (r["task"], r["reducer"]) not in seen]
@@ -232,7 +238,9 @@ def main(argv: list[str] | None = None) -> int:
     # a reducer's measures on the tasks it played both ways (a run cut short: fewer, n says so)
     both = frame.groupby(["task", "reducer"])["attacked"].nunique()
     frame = frame.join(both.rename("both"), on=["task", "reducer"])
-    frame = frame[frame["both"] == 2].drop(columns="both")
+    if not args.no_clean:
+        frame = frame[frame["both"] == 2]
+    frame = frame.drop(columns="both")
     res = tables(frame)
     for name, t in res.items():
         print(f"\n== {name}\n{t.round(3).to_string(index=False)}")
