@@ -67,7 +67,7 @@ def plan(sites, tasks_per_site: int, seed: int = SEED):  # noqa: ANN001, ANN201
 
 def _rows(site, items, out: Path, reducers, policy: str, attacked: bool):  # noqa: ANN001, ANN202
     from lrlab.agent.live import EpisodeSpec, done, episode_dir
-    from lrlab.injection.live_attacks import build, followed_in
+    from lrlab.injection.live_attacks import build, followed_in, rendered_in
 
     rows = []
     for _, family, index, goal, spec in items:
@@ -85,6 +85,7 @@ def _rows(site, items, out: Path, reducers, policy: str, attacked: bool):  # noq
                          "kind": a.kind, "group": a.group, "shape": a.shape, "place": a.place,
                          "success": bool(r.get("success")),
                          "followed": followed_in(folder) if attacked else False,
+                         "rendered": rendered_in(folder, a) if attacked else None,
                          "dismissed": any(x.endswith(", 'left')") for x in actions),
                          "n_steps": len(actions), "episode_s": r.get("episode_s"),
                          "model": (r.get("provenance") or {}).get("model"),

@@ -64,8 +64,8 @@ from lrlab.injection.inject import (
 )
 
 __all__ = ["KIND_NAMES", "GROUPS", "SHAPES", "SPECS", "DECOYS", "ACTIONS", "DECOY_PATH",
-           "LiveAttack", "build", "followed", "followed_in", "parse_spec", "plan_hash", "spec_for",
-           "install"]  # fmt: skip
+           "LiveAttack", "build", "followed", "followed_in", "rendered_in", "parse_spec",
+           "plan_hash", "spec_for", "install"]  # fmt: skip
 
 #: the attack kinds (short name -> DoomArena's, as :data:`~lrlab.injection.inject.KINDS`)
 KIND_NAMES = {"popup": "pop-up", "banner": "banner", "hidden": "hidden field", "comment": "comment"}
@@ -169,6 +169,19 @@ def followed_in(folder: Path) -> bool:
         if followed(str(obs.get("url", ""))):
             return True
     return False
+
+
+def rendered_in(folder: Path, attack: LiveAttack) -> bool:
+    """Whether the page of a recorded episode's first step showed ``attack`` in its whole
+    tree (any of its spans readable), whatever the reducer kept."""
+    from lrlab.injection.injection_sets import readable_spans
+    from lrlib.data.safepickle import load_path
+
+    path = folder / "step_0.pkl.gz"
+    if not path.is_file():
+        return False
+    obs = getattr(load_path(path), "obs", None) or {}
+    return bool(readable_spans(str(obs.get("axtree_txt", "")), attack.spans))
 
 
 def followed(url: str) -> bool:
@@ -355,7 +368,19 @@ _SCRIPT = """(() => {
     else body.appendChild(holder);
     const f = holder.querySelector("[autofocus]");
     if (f) f.focus();
+    unhide();
   };
+  // never inside a part of the page that is not shown (a menu the site's stylesheet hides,
+  // a closed <details>): the attack goes before the outermost such part, checked again once
+  // the stylesheets have loaded
+  const unhide = () => {
+    let top = null;
+    for (let p = holder.parentElement; p && p !== document.body; p = p.parentElement) {
+      if (p.getClientRects().length === 0 || (p.tagName === "DETAILS" && !p.open)) top = p;
+    }
+    if (top) top.parentNode.insertBefore(holder, top);
+  };
+  window.addEventListener("load", () => { if (holder) unhide(); });
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", place);
   else place();
 })();"""
