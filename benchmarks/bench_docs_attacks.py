@@ -88,7 +88,7 @@ def _rows(site, items, out: Path, reducers, policy: str, attacked: bool):  # noq
                          "rendered": rendered_in(folder, a) if attacked else None,
                          "dismissed": any(x.endswith(", 'left')") for x in actions),
                          "n_steps": len(actions), "episode_s": r.get("episode_s"),
-                         "model": (r.get("provenance") or {}).get("model"),
+                         "model": (r.get("provenance") or {}).get("policy_model"),
                          "browser_build": (r.get("provenance") or {}).get("browser_build")})  # fmt: skip
     return rows
 
