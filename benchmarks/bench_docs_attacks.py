@@ -150,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="attacked episodes' policies; llm: the model at OPENAI_BASE_URL "
                    "(e.g. `lrlib serve`), CALLED for every step")  # fmt: skip
     p.add_argument("--max-steps", type=int, default=None, help="per episode (default: lrlib's)")
+    p.add_argument("--write-as", default="",
+                   help="with --write: a subfolder of data/live/docs_attacks/ (e.g. llm_pilot)")  # fmt: skip
     p.add_argument("--no-clean", action="store_true",
                    help="play no clean episodes; tables of the attacked ones alone")  # fmt: skip
     p.add_argument("--plan", action="store_true", help="print the plan and stop")
@@ -248,7 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     from lrlib.runinfo import provenance
 
     meta = provenance(
-        sites=[s.describe() for s in sites], reducers=reducers, tasks_per_site=args.tasks_per_site,
+        sites=[s.describe() for s in sites], reducers=reducers, policies=policies,
+        models=sorted({m for m in frame["model"].dropna()}), tasks_per_site=args.tasks_per_site,
         seed=SEED, attack_seed=0,
         browser_builds=sorted({b for b in frame["browser_build"].dropna()}),
         episodes=int(len(frame)), clean_reused_from=clean_from.name, attack_plan=tag,
@@ -264,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         t.to_csv(out / f"{name}.csv", index=False)
     (out / "meta.json").write_text(json.dumps(meta, indent=2, default=str))
     if args.write:
-        dest = REPO_DIR / "data" / "live" / "docs_attacks"
+        dest = REPO_DIR / "data" / "live" / "docs_attacks" / args.write_as
         print(f"writing the tables to {dest.relative_to(REPO_DIR)}/ (its own folder; no other "
               f"shipped data is touched)", flush=True)  # fmt: skip
         dest.mkdir(parents=True, exist_ok=True)
