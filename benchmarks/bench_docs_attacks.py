@@ -238,12 +238,10 @@ def main(argv: list[str] | None = None) -> int:
     if frame.empty:
         print("bench_docs_attacks: no episode recorded yet", file=sys.stderr)
         return 1
-    # a reducer's measures on the tasks it played both ways (a run cut short: fewer, n says so)
-    both = frame.groupby(["task", "reducer"])["attacked"].nunique()
-    frame = frame.join(both.rename("both"), on=["task", "reducer"])
-    if not args.no_clean:
-        frame = frame[frame["both"] == 2]
-    frame = frame.drop(columns="both")
+    # clean episodes count only on tasks the reducer played under attack (a run cut short:
+    # fewer, and a reducer's clean n says how many it has)
+    pairs = frame["task"] + "|" + frame["reducer"]
+    frame = frame[frame["attacked"] | pairs.isin(set(pairs[frame["attacked"]]))]
     res = tables(frame)
     for name, t in res.items():
         print(f"\n== {name}\n{t.round(3).to_string(index=False)}")
