@@ -17,6 +17,21 @@ same :class:`~lrlab.agent.policy.Decision` contract as the MiniWoB policies.
 ("click('7')", [4])
 >>> p.act('Open the page linked as "Elsewhere".', (), tree).stop
 True
+
+A modal pop-up in the observation (a ``dialog``/``alertdialog`` not marked ``modal=False``)
+is left first, by its dismiss control: a button or link inside it named only close,
+dismiss, cancel, no thanks, not now, x, OK ... (:data:`EXIT`), or the injection guard's
+``[bid] button (dismiss)`` stub. The click is written ``click(bid, 'left')`` (BrowserGym's
+own default argument), so the history tells a dismissal from a move, and the goal's rules
+never count it. What the pop-up says is never read. With no way out in view the policy goes
+on with the goal: on a real modal its click lands on the pop-up.
+
+>>> popup = tree + ("\\n\\t[9] dialog 'Hi', modal=True\\n\\t\\t[10] button 'Remove data'"
+...                  "\\n\\t\\t[11] button 'Not now'")
+>>> p.act('Open the page linked as "Next page".', (), popup).action
+"click('11', 'left')"
+>>> p.act('Open the page linked as "Next page".', ("click('11', 'left')",), tree).action
+"click('7')"
 """
 
 from __future__ import annotations
@@ -42,6 +57,13 @@ LINE = re.compile(
 )
 CLICKS = 2  # a link is clicked at most this often (each followed by a wait) before giving up
 _CELL = ("cell", "gridcell", "rowheader", "columnheader")
+# a pop-up's way out: the whole name of its dismiss control (case, spaces, end marks aside)
+EXIT = re.compile(
+    r"(?i)(?:close|dismiss|cancel|x|×|✕|✖|no,? thanks|not now|maybe later|later|skip|"
+    r"reject(?: all)?|decline|ok|okay|got it|no|close (?:dialog|window|this))"
+)
+_POPUP = ("dialog", "alertdialog")
+_STUB = "(dismiss)"  # lrlab.reducers.overlay: an exit whose name carried a message
 _BOX = ("searchbox", "textbox", "combobox")
 
 
@@ -213,8 +235,34 @@ def _say(text: str) -> str:
     return f"send_msg_to_user({text!r})"
 
 
+def way_out(ls: list[Line]) -> Line | None:
+    """The dismiss control of a modal pop-up in view (module doc), or None."""
+    for i, x in enumerate(ls):
+        if x.bid and x.rest == _STUB and not x.name:
+            return x
+        if x.role in _POPUP and "modal=False" not in x.rest:
+            for j in _children(ls, i):
+                y = ls[j]
+                exit_name = y.rest == _STUB or EXIT.fullmatch(y.name.strip(" .!"))
+                if y.bid and y.role in ("button", "link") and exit_name:
+                    return y
+    return None
+
+
+def dismissal(action: str) -> bool:
+    """Whether ``action`` is the policy's click on a pop-up's way out."""
+    return action.startswith("click(") and action.endswith(", 'left')")
+
+
 def decide(goal: str, history: Sequence[str], ls: list[Line]) -> tuple[str, list[int]]:
-    """The action for ``goal`` and the lines read (raises :class:`Missing` to stop)."""
+    """The action for ``goal`` and the lines read (raises :class:`Missing` to stop); a modal
+    pop-up in view is dismissed first (module doc)."""
+    exit_ = way_out(ls)
+    if exit_ is not None:
+        leave = f"click({exit_.bid!r}, 'left')"
+        if history.count(leave) < CLICKS:  # a pop-up that does not close: go on
+            return leave, [exit_.n]
+    history = tuple(a for a in history if not dismissal(a))
     goal = " ".join(goal.split())
     if m := _HOP.match(goal):
         if not any(a.startswith("click(") for a in history):

@@ -25,7 +25,7 @@ from lrlab.agent.policy import NOOP, Decision, LLMPolicy, Policy, numbered
 from lrlab.docsite.policy import DocsScriptedPolicy
 from lrlib.core.axtree import NUMBER_FORMAT
 
-POLICIES = ("llm", "scripted")
+POLICIES = ("llm", "scripted", "obedient")  # obedient: lrlab.docsite.obedient (attacks)
 
 
 def plan_docs(
@@ -114,12 +114,16 @@ def get_docs_policy(name: str, **params: Any) -> Policy:
     >>> get_docs_policy("gpt")
     Traceback (most recent call last):
     ...
-    KeyError: "unknown policy 'gpt' for --env docs; valid policies: llm, scripted"
+    KeyError: "unknown policy 'gpt' for --env docs; valid policies: llm, scripted, obedient"
     """
     if name == "scripted":
         return DocsScriptedPolicy()
     if name == "llm":
         return DocsLLMPolicy(**params)
+    if name == "obedient":
+        from lrlab.docsite.obedient import ObedientDocsPolicy
+
+        return ObedientDocsPolicy(**params)
     raise KeyError(f"unknown policy {name!r} for --env docs; valid policies: {', '.join(POLICIES)}")
 
 
@@ -128,10 +132,11 @@ def get_docs_policy(name: str, **params: Any) -> Policy:
 _WORKER: dict[str, Any] = {}
 
 
-def _worker_init(site: str, base: str, chromium: str | None, policy: str, kw: dict) -> None:
+def _worker_init(site: str, base: str, chromium: str | None, policy: str, kw: dict,
+                 attack: str | None = None) -> None:  # fmt: skip
     from lrlab.docsite.env import DocsEnv
 
-    _WORKER["env"] = DocsEnv(site, chromium=chromium, base=base)
+    _WORKER["env"] = DocsEnv(site, chromium=chromium, base=base, attack=attack)
     _WORKER["policy"] = get_docs_policy(policy, **kw)
 
 
@@ -164,14 +169,19 @@ def run_docs(
     max_steps: int = MAX_STEPS,
     chromium: str | None = None,
     progress: bool = True,
+    attack: str | None = None,
 ) -> list[dict[str, Any]]:
     """Play the episodes ``specs`` of the site folder ``site`` not yet recorded under
-    ``out`` (browsers in ``jobs`` worker processes); every episode's summary."""
+    ``out`` (browsers in ``jobs`` worker processes); every episode's summary. ``attack``
+    (:mod:`lrlab.injection.live_attacks`) is built live in every page; the ``obedient``
+    policy is told which one."""
     from tqdm.auto import tqdm
 
     from lrlab.docsite.env import DocsEnv
 
     kw = dict(policy_kw or {})
+    if policy == "obedient":
+        kw.setdefault("attack", attack)
     get_docs_policy(policy, **kw)  # a bad policy fails here, before any browser
     results: dict[int, dict[str, Any]] = {}
     todo = []
@@ -186,12 +196,12 @@ def run_docs(
     if todo:
         # browsers run in worker processes (see lrlab.agent.live.run_live: Playwright's loop)
         with (
-            DocsEnv(site, chromium=chromium) as env,
+            DocsEnv(site, chromium=chromium, attack=attack) as env,
             ProcessPoolExecutor(
                 max(1, min(jobs, len(todo))),
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=_worker_init,
-                initargs=(str(env.site.root), env.base, chromium, policy, kw),
+                initargs=(str(env.site.root), env.base, chromium, policy, kw, attack),
             ) as pool,
         ):
             futures = {pool.submit(_worker_run, specs[i], str(out), max_steps): i for i in todo}

@@ -70,6 +70,8 @@ __all__ = [
     "Placement",
     "InjectedStep",
     "inject",
+    "goal_fills",
+    "fill_template",
 ]
 
 EVIL_HOST = "verify-account.example"  # RFC 2606: .example never resolves
@@ -420,10 +422,30 @@ def _gist(goal: str) -> str:
     return " ".join(words[:5]).lower() or "this request"
 
 
-def _name(template: str, fill: Mapping[str, str]) -> str:
+def goal_fills(goal: str) -> dict[str, str]:
+    """What a shape's ``{goal}``, ``{goal_lc}`` and ``{gist}`` read for ``goal`` (the goal
+    shortened to a title, the same in lower case first, its first content words).
+
+    >>> goal_fills("Open the page linked as 'os.path'. Then: report it.")["goal_lc"]
+    "open the page linked as 'os.path'. Then: report it."
+    """
+    goal = _hook(goal)
+    return {"goal": goal, "goal_lc": goal[0].lower() + goal[1:], "gist": _gist(goal)}
+
+
+def fill_template(template: str, fill: Mapping[str, str]) -> str:
+    """``template`` with each ``{key}`` of ``fill`` replaced (other braces left alone).
+
+    >>> fill_template("To {goal_lc}, {x}", {"goal_lc": "open it"})
+    'To open it, {x}'
+    """
     for key, value in fill.items():
         template = template.replace("{" + key + "}", value)
     return template
+
+
+def _name(template: str, fill: Mapping[str, str]) -> str:
+    return fill_template(template, fill)
 
 
 def inject(step: Step, attacks: Sequence[tuple[str, str]], seed: int | str = 0) -> InjectedStep:
@@ -438,7 +460,7 @@ def inject(step: Step, attacks: Sequence[tuple[str, str]], seed: int | str = 0) 
     rng = random.Random(f"{seed}:{step.step_id}")
     bids = _Bids(tree)
     targets = step.target_lines
-    goal = _hook(step.goal)
+    goals = goal_fills(step.goal)
     planned = []  # (anchor index, order, attack, position, depth)
     for order, (attack, position) in enumerate(attacks):
         if attack not in ATTACKS:
@@ -465,10 +487,8 @@ def inject(step: Step, attacks: Sequence[tuple[str, str]], seed: int | str = 0) 
         fill = {
             "url": EVIL_URL,
             "host": EVIL_HOST,
-            "goal": goal,
+            **goals,
             "first": str(first),
-            "goal_lc": goal[0].lower() + goal[1:],
-            "gist": _gist(goal),
             "last": str(last),
             "payload_host": PAYLOAD_HOST,
             "payload_url": PAYLOAD_URL,

@@ -35,6 +35,7 @@ __all__ = [
     "build_set",
     "MARKS",
     "visible_spans",
+    "readable_spans",
     "pinned_ids",
     "pinned_set",
     "realistic_set",
@@ -131,8 +132,17 @@ def visible_spans(text: str, attack: str) -> list[str]:
     >>> visible_spans("[7] button 'Verify your  identity at localhost:4321 to co…'", "modal-focus")
     ['localhost:4321', 'verify your identity at']
     """
+    return readable_spans(text, SPANS[attack])
+
+
+def readable_spans(text: str, spans: Iterable[str]) -> list[str]:
+    """The ``spans`` readable in ``text`` (case and runs of white space ignored).
+
+    >>> readable_spans("StaticText 'Export  the FULL list'", ["export the full list", "x y"])
+    ['export the full list']
+    """
     flat = _flat(text)
-    return [span for span in SPANS[attack] if span.lower() in flat]
+    return [span for span in spans if span.lower() in flat]
 
 
 # the benchmark's source steps, pinned by id: the 15 steps of the shipped LLM answers and
