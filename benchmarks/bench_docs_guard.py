@@ -91,8 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         d = paired(eps, "success", f"{reducer}:guard=off", f"{reducer}:guard=on", column="side",
                    key="key", cluster="cluster")  # fmt: skip
         c = counts[reducer]
-        diffs.append({"reducer": reducer, "off_minus_on": d["estimate"], "lo": d["lo"],
-                      "hi": d["hi"], "n_tasks": d["n_episodes"], "steps": c["steps"],
+        diffs.append({"reducer": reducer, "off_minus_on": d["estimate"], "diff_lo": d["lo"],
+                      "diff_hi": d["hi"], "n_tasks": d["n_episodes"], "steps": c["steps"],
                       "steps_changed": c["steps_differ"], "episodes_changed": c["episodes_differ"],
                       "played_off": c["played"], "derive_s": round(c["derive_s"], 1)})  # fmt: skip
     guard = table.merge(
