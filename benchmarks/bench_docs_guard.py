@@ -79,12 +79,11 @@ def main(argv: list[str] | None = None) -> int:
         for r in [*derived, *played]:
             rows.append({**r, "reducer": reducer, "guard": False})
     eps = pd.DataFrame([{"reducer": r["reducer"], "guard": r["guard"], "task": r["task"],
-                         "seed": int(r["seed"]), "success": bool(r["success"]),
-                         "derived": "derived_from" in r} for r in rows])  # fmt: skip
+                         "seed": int(r["seed"]), "success": bool(r["success"])}
+                        for r in rows])  # fmt: skip
     eps["key"] = eps["task"] + "." + eps["seed"].astype(str)
     eps["cluster"] = eps["key"]  # a task is its own cluster: intervals over tasks
     eps["side"] = eps["reducer"] + eps["guard"].map({True: ":guard=on", False: ":guard=off"})
-    eps["site"] = eps["task"].str.rsplit(".", n=1).str[0]
     table = bootstrap(eps, "success", by="side", cluster="cluster")
     diffs = []
     for reducer in counts:

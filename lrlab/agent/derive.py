@@ -63,8 +63,7 @@ def same_episode(folder: Path, reducer: str) -> tuple[bool, int, int]:
     for s in recorded_steps(folder):
         p = pre({"axtree_txt": s["tree"], "goal": s["goal"]}, s["history"])
         # the recorded numbers: the kept and stubbed lines when the text is made of them
-        n_full = len(s["tree"].split("\n"))
-        was = line_numbers(s["text"], s["kept"] or [], s["stubs"] or [], n_full)
+        was = line_numbers(s["text"], s["kept"] or [], s["stubs"] or [], p.info["n_lines"])
         differ += not same_text({"text": p.text, "numbers": p.numbers},
                                 {"text": s["text"], "numbers": was})  # fmt: skip
         total += 1
