@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -290,3 +291,17 @@ def test_a_plugin_command_without_run_is_skipped_on_one_line(capsys, tmp_path, m
     out, err = capsys.readouterr()
     assert err.splitlines() == ["lrlib: half skipped: half_plugin lacks add_arguments/run"]
     assert " half " not in out and "evaluate" in out
+
+
+@pytest.mark.parametrize("env", ["miniwob", "docs"])
+def test_live_out_under_a_file_is_one_line_before_any_browser(capsys, tmp_path, env):
+    blocker = tmp_path / "results"
+    blocker.write_text("a file where the results folder should go\n")
+    argv = ["live", "--reducers", "full", "--out", str(blocker / "run")]
+    if env == "docs":
+        site = Path(__file__).parent / "fixtures" / "docsite"
+        argv += ["--env", "docs", "--site", str(site), "--tasks-per-family", "1"]
+    else:
+        argv += ["--tasks", "click-checkboxes", "--seeds", "1"]
+    line = one_line_error(capsys, argv)
+    assert str(blocker) in line

@@ -83,6 +83,7 @@ def _choices(args: argparse.Namespace) -> tuple[list[str], list[str]]:
 def _out(args: argparse.Namespace) -> Path:
     out = args.out or results_dir() / "live" / args.policy
     refuse_shipped(out, getattr(args, "overwrite_shipped", False))
+    out.mkdir(parents=True, exist_ok=True)  # a file in the way fails here, in one line
     return out
 
 

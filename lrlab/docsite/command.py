@@ -58,6 +58,7 @@ def _families(args: argparse.Namespace) -> list[str]:
 def _out(args: argparse.Namespace, site_name: str) -> Path:
     out = args.out or results_dir() / "live" / "docs" / site_name / args.policy
     refuse_shipped(out, getattr(args, "overwrite_shipped", False))
+    out.mkdir(parents=True, exist_ok=True)  # a file in the way fails here, in one line
     return out
 
 
