@@ -1,0 +1,187 @@
+"""Wall and CPU time of `make test` after installation (issue 32: the suite in <= 4 min on
+an idle 2-core machine), phase by phase, with the slowest tests.
+
+Runs what `make test` runs, in this checkout: ``ruff check``, ``ruff format --check``,
+the suite on N xdist workers (``--dist loadgroup``, without ``tests/test_browser.py``),
+then ``tests/test_browser.py`` alone (its JupyterLab latency bound needs the cores).
+Each phase gets its wall time and the CPU time of its processes (user + system, children
+included: chromium, kernels, servers), so a run says how much of the wall was waiting
+(sleeps, timeouts, page loads) rather than computing. The load average before the run is
+recorded: a figure taken on a busy machine says so.
+
+    python benchmarks/bench_suite.py                   # the Makefile's workers (auto)
+    python benchmarks/bench_suite.py --workers 2 3     # two suites, before/after
+    python benchmarks/bench_suite.py --out suite.json  # also the JSON (default: none)
+
+It runs the whole test suite (about 5-7 minutes per worker count on 2 cores) and asks no
+model; it writes only into a temporary folder and the ``--out`` file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+SLOWEST = 20
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def phase(name: str, cmd: list[str], env: dict[str, str] | None = None) -> dict:
+    """Run ``cmd`` in the repository; its wall and CPU seconds and exit status.
+
+    >>> phase("echo", [sys.executable, "-c", "pass"])["status"]
+    0
+    """
+    cpu, start = _cpu(), time.perf_counter()
+    status = subprocess.call(cmd, cwd=REPO, env=env)
+    wall = time.perf_counter() - start
+    return {"phase": name, "wall_s": round(wall, 1), "cpu_s": round(_cpu() - cpu, 1),
+            "status": status}  # fmt: skip
+
+
+def junit_tests(path: Path) -> tuple[dict[str, int], list[tuple[float, str]]]:
+    """Counts (passed, failed, skipped) and (seconds, test id) of every test in a JUnit
+    report written by ``pytest --junitxml`` (a test's time is setup + call + teardown)."""
+    counts = {"passed": 0, "failed": 0, "skipped": 0}
+    times = []
+    for case in ET.parse(path).getroot().iter("testcase"):
+        kinds = {child.tag for child in case}
+        kind = (
+            "failed"
+            if kinds & {"failure", "error"}
+            else "skipped"
+            if "skipped" in kinds
+            else "passed"
+        )
+        counts[kind] += 1
+        times.append((float(case.get("time", 0.0)), f"{case.get('classname')}::{case.get('name')}"))
+    return counts, sorted(times, reverse=True)
+
+
+def suite(workers: str, tmp: Path) -> dict:
+    """`make test`'s phases on ``workers`` xdist workers; the phases and the slowest tests."""
+    py = str(BIN / "python")
+    ruff = str(BIN / "ruff")
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}  # as the Makefile's test target
+    xml = tmp / f"suite-{workers}.xml"
+    browser_xml = tmp / f"browser-{workers}.xml"
+    phases = [
+        phase("ruff check", [ruff, "check", "."]),
+        phase("ruff format --check", [ruff, "format", "--check", "."]),
+        phase(
+            f"pytest -n {workers}",
+            [
+                py,
+                "-m",
+                "pytest",
+                "-n",
+                workers,
+                "--dist",
+                "loadgroup",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "--ignore=tests/test_browser.py",
+                f"--junitxml={xml}",
+            ],
+            env,
+        ),  # fmt: skip
+        phase(
+            "pytest tests/test_browser.py",
+            [
+                py,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "tests/test_browser.py",
+                f"--junitxml={browser_xml}",
+            ],
+            env,
+        ),  # fmt: skip
+    ]
+    counts, times = junit_tests(xml) if xml.is_file() else ({}, [])
+    browser_counts, browser_times = junit_tests(browser_xml) if browser_xml.is_file() else ({}, [])
+    return {
+        "workers": workers,
+        "phases": phases,
+        "wall_s": round(sum(p["wall_s"] for p in phases), 1),
+        "cpu_s": round(sum(p["cpu_s"] for p in phases), 1),
+        "tests": counts,
+        "browser_tests": browser_counts,
+        "slowest": [{"s": round(s, 1), "test": t} for s, t in sorted(times + browser_times, reverse=True)[:SLOWEST]],
+        "ok": all(p["status"] == 0 for p in phases),
+    }  # fmt: skip
+
+
+def provenance() -> dict:
+    def git(*args: str) -> str:
+        out = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True)
+        return out.stdout.strip()
+
+    return {
+        "git_commit": git("rev-parse", "HEAD"),
+        "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "load_before": [round(x, 2) for x in os.getloadavg()],
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", nargs="+", default=["auto"],
+                        help="xdist workers per run (auto: one per core, as `make test`)")  # fmt: skip
+    parser.add_argument("--out", type=Path, help="also write the results as JSON here")
+    args = parser.parse_args()
+    prov = provenance()
+    load = prov["load_before"][0]
+    print(f"bench_suite: {len(args.workers)} suite run(s) ({', '.join(args.workers)} workers), "
+          f"about {6 * len(args.workers)} min on 2 cores; load average {load:.1f}"
+          + ("" if load < 1.5 else " - the machine is busy: these times are not idle times"),
+          file=sys.stderr, flush=True)  # fmt: skip
+    runs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for workers in args.workers:
+            runs.append(suite(workers, Path(tmp)))
+            runs[-1]["load_after"] = round(os.getloadavg()[0], 2)
+    print("\n| workers | " + " | ".join(p["phase"].split(" -n")[0] for p in runs[0]["phases"])
+          + " | total wall (s) | total CPU (s) | tests passed / skipped / failed |")  # fmt: skip
+    print("|---|" + "---:|" * (len(runs[0]["phases"]) + 3))
+    for run in runs:
+        cells = [f"{p['wall_s']:.1f}" for p in run["phases"]]
+        t = run["tests"]
+        print(f"| {run['workers']} | {' | '.join(cells)} | **{run['wall_s']:.1f}** | "
+              f"{run['cpu_s']:.1f} | {t.get('passed', 0)} / {t.get('skipped', 0)} / "
+              f"{t.get('failed', 0)} |")  # fmt: skip
+    for run in runs:
+        print(f"\nslowest {SLOWEST} tests, {run['workers']} workers (setup + call + teardown, s):")
+        for row in run["slowest"]:
+            print(f"  {row['s']:6.1f}  {row['test']}")
+    print(f"\ncommit {prov['git_commit'][:10]}{' (dirty)' if prov['dirty'] else ''}, "
+          f"{prov['cpus']} CPUs, load before {load:.2f}")  # fmt: skip
+    if args.out:
+        args.out.write_text(json.dumps({"provenance": prov, "runs": runs}, indent=1) + "\n")
+        print(f"written: {args.out}")
+    sys.exit(0 if all(r["ok"] for r in runs) else 1)
+
+
+if __name__ == "__main__":
+    main()
