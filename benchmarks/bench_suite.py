@@ -75,9 +75,8 @@ def junit_tests(path: Path) -> tuple[dict[str, int], list[tuple[float, str]]]:
 
 def suite(workers: str, tmp: Path) -> dict:
     """`make test`'s phases on ``workers`` xdist workers; the phases and the slowest tests."""
-    py = str(BIN / "python")
+    pytest = [str(BIN / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     ruff = str(BIN / "ruff")
-    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}  # as the Makefile's test target
     xml = tmp / f"suite-{workers}.xml"
     browser_xml = tmp / f"browser-{workers}.xml"
     phases = [
@@ -86,34 +85,18 @@ def suite(workers: str, tmp: Path) -> dict:
         phase(
             f"pytest -n {workers}",
             [
-                py,
-                "-m",
-                "pytest",
+                *pytest,
                 "-n",
                 workers,
                 "--dist",
                 "loadgroup",
-                "-q",
-                "-p",
-                "no:cacheprovider",
                 "--ignore=tests/test_browser.py",
                 f"--junitxml={xml}",
             ],
-            env,
         ),  # fmt: skip
         phase(
             "pytest tests/test_browser.py",
-            [
-                py,
-                "-m",
-                "pytest",
-                "-q",
-                "-p",
-                "no:cacheprovider",
-                "tests/test_browser.py",
-                f"--junitxml={browser_xml}",
-            ],
-            env,
+            [*pytest, "tests/test_browser.py", f"--junitxml={browser_xml}"],
         ),  # fmt: skip
     ]
     counts, times = junit_tests(xml) if xml.is_file() else ({}, [])

@@ -14,8 +14,8 @@ import pytest
 # One BLAS thread per xdist worker: each worker has a core, and numpy's OpenBLAS would start
 # one thread per core in every worker; two workers' threads spin-waiting on two cores made the
 # BLAS-heavy tests several times slower (tests/test_learned.py's nested CV: 169 s of wall and
-# 60 s of CPU with 2 threads, 22 s and 13 s with 1, on this loaded machine). The Makefile sets
-# it too; here it covers a plain `pytest -n 2` (numpy is not imported yet when this runs).
+# 60 s of CPU with 2 threads, 22 s and 13 s with 1, on this loaded machine). It covers `make test`
+# and a plain `pytest -n 2` alike (numpy is not imported yet when this runs).
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
