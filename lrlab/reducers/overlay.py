@@ -64,6 +64,9 @@ LIVE_ROLES = frozenset({"alert", "status", "marquee", "timer"})
 COMMENT_ROLES = frozenset({"comment"})
 DIV_ROLES = frozenset({"generic", "group", "region", "section", "none", "presentation", None})
 CONTROL_ROLES = frozenset({"button", "link"})
+RUN_ROLES = DIV_ROLES | {"paragraph", "StaticText", "button"}
+PAGE_FACTOR = 4  # a flattened pop-up of divs sits over a page this many times its size
+WRAPPER_ROLES = frozenset({"paragraph", "generic", "none", "presentation", None})
 TEXT_ROLES = frozenset({"StaticText", "paragraph", "heading", "LabelText", "text", "note"})
 # the goal is about a dialog: its pop-ups are the task's
 _TASK_DIALOG = re.compile(r"(?i)\b(?:dialog|pop-?ups?|modal|overlay|alert)\b")
@@ -136,6 +139,47 @@ def _is_popup_of_divs(tree: AxTree, i: int, end: int) -> bool:
     return button and sentence
 
 
+def _edge_runs(tree: AxTree, top: list[int]) -> list[tuple[int, int]]:
+    """The runs of the page's first and of its last children (0-based ``[start, end)``) made
+    only of text, nameless divs and buttons, at most :data:`POPUP_LINES` lines: where a
+    pop-up of plain divs sits once the tree has flattened its nameless containers."""
+    roles, out = tree.roles, []
+    for order in (top, top[::-1]):
+        run: list[int] = []
+        for i in order:
+            end = subtree_end(tree, i)
+            if any(roles[j] not in RUN_ROLES for j in range(i, end)):
+                break
+            lo, hi = min([i, *run]), max(end, *(subtree_end(tree, r) for r in run or [i]))
+            if hi - lo > POPUP_LINES:
+                break
+            run.append(i)
+        if len(run) >= 2:
+            out.append((min(run), max(subtree_end(tree, r) for r in run)))
+    return out
+
+
+def _is_flat_popup(tree: AxTree, a: int, b: int, goal: str) -> bool:
+    """A run of the page's edge children that reads as a pop-up of divs flattened into the
+    page: a sentence, a dismiss button the goal does not name, and a page at least
+    :data:`PAGE_FACTOR` times its size beside it (a small task page is not covered)."""
+    roles, texts, bids = tree.roles, tree.texts, tree.bids
+    if len(tree) - (b - a) < PAGE_FACTOR * (b - a):
+        return False
+    words = goal.lower()
+    exit_ = any(
+        roles[j] == "button"
+        and bids[j] is not None
+        and _EXIT.fullmatch(name := name_of(texts[j]).strip(" .!:,-"))
+        and not re.search(rf"(?<!\w){re.escape(name.lower())}(?!\w)", words)
+        for j in range(a, b)
+    )
+    sentence = any(
+        roles[j] in TEXT_ROLES and _SENTENCE.search(name_of(texts[j])) for j in range(a, b)
+    )
+    return exit_ and sentence
+
+
 @per_step
 def _overlays(step: Step) -> tuple[dict[int, int], dict[int, str | None]]:
     """(line -> its overlay's root line, exit line -> stub text or None), 1-based."""
@@ -145,16 +189,25 @@ def _overlays(step: Step) -> tuple[dict[int, int], dict[int, str | None]]:
     roles, texts, depths = tree.roles, tree.texts, tree.depths
     roots = [i for i in range(len(tree)) if _blocks(roles[i], texts[i])]
     top = [i for i in range(1, len(tree)) if depths[i] == depths[0] + 1]
+    spans = {}
     for i in (top[:1] + top[-1:]) if top else []:
         if i not in roots and _is_popup_of_divs(tree, i, subtree_end(tree, i)):
             roots.append(i)
+    for a, b in _edge_runs(tree, top):
+        if a not in roots and _is_flat_popup(tree, a, b, step.goal):
+            roots.append(a)
+            spans[a] = b
     body: dict[int, int] = {}
     out: dict[int, str | None] = {}
     for i in sorted(roots):
         if i + 1 in body:
             continue  # inside an overlay already
-        members = range(i, subtree_end(tree, i))
+        members = range(i, spans.get(i) or subtree_end(tree, i))
         exit_line, stub = _exit(tree, members)
+        if exit_line is not None and stub is None and not _blocks(roles[i], texts[i]):
+            # a pop-up of plain divs: nothing in the tree says it is one, so its way out
+            # is shown as the stub, which says so (an agent can leave it)
+            stub = _stub(tree, exit_line)
         for j in members:
             if j != exit_line:
                 body[j + 1] = i + 1
@@ -173,9 +226,13 @@ def _exit(tree: AxTree, members: Iterable[int]) -> tuple[int | None, str | None]
         if _EXIT.fullmatch(name):
             return j, None
         if best is None and _EXIT.match(name) and not name[_EXIT.match(name).end() :][:1].isalnum():
-            indent = tree.texts[j][: tree.indents[j]]
-            best, stub = j, f"{indent}[{tree.bids[j]}] {tree.roles[j]} (dismiss)"
+            best, stub = j, _stub(tree, j)
     return best, stub
+
+
+def _stub(tree: AxTree, j: int) -> str:
+    """The line ``[bid] role (dismiss)`` standing for the exit on line ``j``."""
+    return f"{tree.texts[j][: tree.indents[j]]}[{tree.bids[j]}] {tree.roles[j]} (dismiss)"
 
 
 def overlays(step: Step) -> dict[int, int]:
@@ -215,6 +272,20 @@ def live_or_comment(step: Step) -> list[int]:
     return sorted(out)
 
 
+def _text_wrapper(tree: AxTree, i: int) -> bool:
+    """Line ``i`` is a nameless ``paragraph`` or div holding only text (no control, no bid
+    below it): a wrapper the renderer puts around a message's words.
+
+    >>> _text_wrapper(parse("R\\n\\t[2] paragraph ''\\n\\t\\tStaticText 'Hi there'"), 1)
+    True
+    """
+    roles, bids = tree.roles, tree.bids
+    if roles[i] not in WRAPPER_ROLES or name_of(tree.texts[i]):
+        return False
+    body = range(i + 1, subtree_end(tree, i))
+    return bool(body) and all(roles[j] in TEXT_ROLES and bids[j] is None for j in body)
+
+
 def tainted(tree: AxTree, flagged: Iterable[int], size: int = TAINT_LINES) -> list[int]:
     """The 1-based lines of the small container (at most ``size`` lines, not the page's
     root) of each ``flagged`` line, themselves excepted: a flagged line's own subtree when
@@ -232,6 +303,11 @@ def tainted(tree: AxTree, flagged: Iterable[int], size: int = TAINT_LINES) -> li
         # (never its siblings' when it has children, so a planted block cannot take the
         # page's lines beside it down with it)
         p = n - 1 if subtree_end(tree, n - 1) > n else parents[n - 1]
+        # a rendered page wraps a message's text in a paragraph (or a bare div) holding
+        # nothing else: the message is the wrapper's parent, with the message's own links,
+        # buttons and fields beside the wrapper (live leaks of issue 35)
+        while p > 0 and _text_wrapper(tree, p) and depths[parents[p]] > depths[0]:
+            p = parents[p]
         if p < 0 or depths[p] <= depths[0]:
             continue
         end = subtree_end(tree, p)
