@@ -18,6 +18,9 @@ module reads the tree's structure (issue 35):
   around its own buttons) or a ``comment``, where goal words cannot promote a line: a text
   line there that mentions a goal word is suspect (``injected``). An ``article`` is not
   one: it is the page's main text as often as a user's post;
+* :func:`beside_wrapper`: a line that speaks to the agent, wrapped alone in a nameless
+  paragraph as rendered pages do, taints the wrapper's small parent container (the
+  message's own control sits beside the wrapper);
 * :func:`tainted`: the small container (at most :data:`TAINT_LINES` lines, not the page)
   of a line flagged for what it says (the line itself when it has children, else its
   parent): its other lines are suspect (``tainted``), so a message's own buttons and links
@@ -55,6 +58,7 @@ __all__ = [
     "exits",
     "live_or_comment",
     "tainted",
+    "beside_wrapper",
     "guarded_output",
 ]
 
@@ -303,17 +307,47 @@ def tainted(tree: AxTree, flagged: Iterable[int], size: int = TAINT_LINES) -> li
         # (never its siblings' when it has children, so a planted block cannot take the
         # page's lines beside it down with it)
         p = n - 1 if subtree_end(tree, n - 1) > n else parents[n - 1]
-        # a rendered page wraps a message's text in a paragraph (or a bare div) holding
-        # nothing else: the message is the wrapper's parent, with the message's own links,
-        # buttons and fields beside the wrapper (live leaks of issue 35)
-        while p > 0 and _text_wrapper(tree, p) and depths[parents[p]] > depths[0]:
-            p = parents[p]
         if p < 0 or depths[p] <= depths[0]:
             continue
         end = subtree_end(tree, p)
         if end - p <= size:
             out.update(range(p + 1, end + 1))
     return sorted(out - flagged)
+
+
+def beside_wrapper(tree: AxTree, speaking: Iterable[int], size: int = TAINT_LINES) -> list[int]:
+    """The 1-based lines of the small container (at most ``size`` lines, not the page's
+    root) around the *text wrapper* of each ``speaking`` line, themselves excepted.
+
+    A rendered page wraps a message's words in a nameless ``paragraph`` (or div) holding
+    nothing else, and puts the message's own link, button or field beside the wrapper, not
+    in it (the live leaks of issue 35): :func:`tainted` takes the wrapper only. Here a line
+    that speaks to the agent (it addresses an AI, asides to a helper, quotes the goal,
+    carries control markup; :mod:`lrlab.reducers.suspect`) takes the wrapper's parent. A
+    foreign address alone does not: a search result's snippet cites other sites beside
+    the result's own link.
+
+    >>> t = parse("R\\n\\tregion 'News'\\n\\t\\t[2] paragraph ''\\n\\t\\t\\tStaticText 'x'"
+    ...           "\\n\\t\\t[3] link 'Go'\\n\\t[4] link 'y'")
+    >>> tainted(t, [4]), beside_wrapper(t, [4])
+    ([3], [2, 3, 5])
+    """
+    parents, depths = tree.parents, tree.depths
+    speaking = set(speaking)
+    out: set[int] = set()
+    for n in speaking:
+        if subtree_end(tree, n - 1) > n:
+            continue  # a container: tainted() takes its own lines
+        p = parents[n - 1]
+        if p <= 0 or not _text_wrapper(tree, p):
+            continue
+        p = parents[p]
+        if p < 0 or depths[p] <= depths[0]:
+            continue
+        end = subtree_end(tree, p)
+        if end - p <= size:
+            out.update(range(p + 1, end + 1))
+    return sorted(out - speaking)
 
 
 def guarded_output(
