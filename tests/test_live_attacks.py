@@ -264,3 +264,33 @@ def test_a_pop_up_of_plain_divs_flattened_into_the_page_is_reduced_and_left(atta
 
     assert not followed_in(episode_dir(out, "learned", "obedient", learned["task"],
                                        learned["seed"], "docs"))  # fmt: skip
+
+
+def _bench():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "benchmarks" / "bench_docs_attacks.py"
+    spec = importlib.util.spec_from_file_location("bench_docs_attacks", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_live_benchmark_deals_one_attack_group_and_names_the_valid_ones(capsys):
+    """The held-out measure after the freeze: ``--groups`` deals only that group's attacks
+    (a new group in ``live_attacks.GROUPS`` needs no change here); the default plan is the
+    shipped one; an unknown group is one line with the valid ones, exit 2."""
+    from lrlab.docsite.site import FIXTURE, Site
+    from lrlab.injection.live_attacks import GROUPS
+
+    bench = _bench()
+    site = Site(str(FIXTURE))
+    for group in GROUPS:
+        items = bench.plan([site], 8, groups=[group])
+        assert len(items) == 8 and {a.split(".")[1] for *_, a in items} == {group}
+    everything = bench.plan([site], 12)
+    assert {a for *_, a in everything} == set(SPECS)  # the default: every spec, dealt in turn
+    assert bench.main(["--plan", "--site", str(FIXTURE), "--groups", "nope"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and all(g in err for g in GROUPS)
