@@ -9,10 +9,15 @@ module reads the tree's structure (issue 35):
 * :func:`overlays`: an ``alertdialog``, a ``modal=True`` container or a ``dialog`` not marked
   ``modal=False`` (non-modal panels such as a shop's "Added to cart" are the page's), or a small
   container of divs (``generic``, ``group``, ``region``, no role) that is the first or last
-  child of the page holding a button and a sentence (a pop-up made of plain divs), unless the goal names a dialog (``Close the dialog box``);
+  child of the page holding a button and a sentence (a pop-up made of plain divs), or, where
+  the tree has pruned such nameless divs, a run of the page's first or last children (text,
+  divs, buttons; at most :data:`POPUP_LINES` lines) holding a sentence and a button named only
+  as a way out that the goal does not name, beside a page :data:`PAGE_FACTOR` times its size;
+  not when the goal names a dialog (``Close the dialog box``);
   its body is suspect (``overlay``) except its **exit**, the control that dismisses it
   (close, cancel, x, no thanks, not now, OK ...), which is always shown: verbatim when its
-  name is only that, else as the stub ``[bid] button (dismiss)`` (:func:`exits`);
+  name is only that, else (and always for a pop-up of divs, which nothing else marks as one)
+  as the stub ``[bid] button (dismiss)`` (:func:`exits`);
 * :func:`live_or_comment`: lines inside a live region (``alert``, ``status``, ``marquee``,
   ``timer``: content announced after the page loaded; not ``log``, which WorkArena wraps
   around its own buttons) or a ``comment``, where goal words cannot promote a line: a text
