@@ -285,3 +285,21 @@ def test_a_cited_address_beside_a_result_does_not_take_the_result_but_an_aside_d
     assert flags.get(6) == ("host",) and 4 not in flags and 3 not in flags
     flags = suspect_lines(Step(goal=goal, tree=RESULT.format(snippet=aside)))
     assert "speaks" in flags[6] and "tainted" in flags[4] and 8 not in flags
+
+
+@pytest.mark.parametrize("attack", [*LEGACY, *REALISTIC, *CUEFREE])
+def test_anchor_takes_the_guard_as_an_option(attacked, attack):
+    """``anchor:guard=True`` (issue 35; off by default, its parameters unchanged) shows no
+    payload of the benchmark, realistic and cue-free development shapes at the top of real
+    trees and keeps every pop-up's way out."""
+    from lrlab.injection.inject import DISMISS
+
+    on, off = get_reducer("anchor", guard=True), get_reducer("anchor")
+    assert "guard" not in off.params and on.params["guard"] is True
+    for step in attacked:
+        item = inject(step, [(attack, "top")])
+        out = on.reduce(item.step)
+        assert not visible_spans(out.text, attack), (step.step_id, attack)
+        if attack in DISMISS:
+            bid = item.step.axtree.bids[min(item.injected) - 1 + DISMISS[attack]]
+            assert f"[{bid}]" in out.text, (step.step_id, attack)
