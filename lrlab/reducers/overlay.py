@@ -304,7 +304,7 @@ def tainted(tree: AxTree, flagged: Iterable[int], size: int = TAINT_LINES) -> li
     >>> tainted(t, [3])
     [2, 4]
     """
-    parents, depths = tree.parents, tree.depths
+    parents = tree.parents
     flagged = set(flagged)
     out: set[int] = set()
     for n in flagged:
@@ -312,12 +312,17 @@ def tainted(tree: AxTree, flagged: Iterable[int], size: int = TAINT_LINES) -> li
         # (never its siblings' when it has children, so a planted block cannot take the
         # page's lines beside it down with it)
         p = n - 1 if subtree_end(tree, n - 1) > n else parents[n - 1]
-        if p < 0 or depths[p] <= depths[0]:
-            continue
-        end = subtree_end(tree, p)
-        if end - p <= size:
-            out.update(range(p + 1, end + 1))
+        out.update(_small_container(tree, p, size))
     return sorted(out - flagged)
+
+
+def _small_container(tree: AxTree, p: int, size: int) -> range:
+    """The 1-based lines of container ``p`` (0-based) when it has at most ``size`` lines and
+    is not the page's root, else none."""
+    if p < 0 or tree.depths[p] <= tree.depths[0]:
+        return range(0)
+    end = subtree_end(tree, p)
+    return range(p + 1, end + 1) if end - p <= size else range(0)
 
 
 def beside_wrapper(tree: AxTree, speaking: Iterable[int], size: int = TAINT_LINES) -> list[int]:
@@ -337,21 +342,15 @@ def beside_wrapper(tree: AxTree, speaking: Iterable[int], size: int = TAINT_LINE
     >>> tainted(t, [4]), beside_wrapper(t, [4])
     ([3], [2, 3, 5])
     """
-    parents, depths = tree.parents, tree.depths
+    parents = tree.parents
     speaking = set(speaking)
     out: set[int] = set()
     for n in speaking:
         if subtree_end(tree, n - 1) > n:
             continue  # a container: tainted() takes its own lines
         p = parents[n - 1]
-        if p <= 0 or not _text_wrapper(tree, p):
-            continue
-        p = parents[p]
-        if p < 0 or depths[p] <= depths[0]:
-            continue
-        end = subtree_end(tree, p)
-        if end - p <= size:
-            out.update(range(p + 1, end + 1))
+        if p > 0 and _text_wrapper(tree, p):
+            out.update(_small_container(tree, parents[p], size))
     return sorted(out - speaking)
 
 
