@@ -5,6 +5,10 @@ attack success and task success under attack, per reducer and per attack kind.
     nice -n 10 python benchmarks/bench_docs_attacks.py --jobs 2        # plan line, then play
     python benchmarks/bench_docs_attacks.py --plan                     # plan and estimate only
     python benchmarks/bench_docs_attacks.py --no-play --write          # tables -> data/live/docs_attacks/
+    # one attack group, some reducers, attacked episodes only, tables in a folder of their own:
+    nice -n 10 python benchmarks/bench_docs_attacks.py --groups heldout2 --no-clean \\
+        --reducers "full;program;learned;anchor:guard=True" --out .lrlib/results/live/docs_attacks_h2 \\
+        --write --write-to data/live/docs_attacks_heldout2
 
 Tasks: on each site (two development sites, then PostgreSQL's as the check site),
 ``--tasks-per-site`` tasks taken in turn from its families (index 0, 1 ... of each). Each task
@@ -43,13 +47,14 @@ SEED = 35
 EST_EPISODE_S = 18.0  # one browser's episode: median of this study's, 2 jobs, machine load 12-15
 
 
-def plan(sites, tasks_per_site: int, seed: int = SEED):  # noqa: ANN001, ANN201
+def plan(sites, tasks_per_site: int, seed: int = SEED, groups=None):  # noqa: ANN001, ANN201
     """``[(site, family, index, goal, attack spec)]``: tasks in turn from each site's
-    families, attacks dealt from seeded permutations of the 12 specs (with 3 sites of 8
-    tasks, every spec twice)."""
+    families, attacks dealt from seeded permutations of the specs (all 12 by default: with
+    3 sites of 8 tasks, every spec twice; ``groups``: only those groups' specs)."""
     from lrlab.docsite.tasks import FAMILIES, load_tasks
-    from lrlab.injection.live_attacks import SPECS
+    from lrlab.injection.live_attacks import SPECS, parse_spec
 
+    specs = [s for s in SPECS if groups is None or parse_spec(s)[1] in groups]
     rng, deck = random.Random(seed), []
     out = []
     for site in sites:
@@ -60,7 +65,7 @@ def plan(sites, tasks_per_site: int, seed: int = SEED):  # noqa: ANN001, ANN201
             if index >= len(tasks[family]):
                 continue
             if not deck:
-                deck = rng.sample(SPECS, len(SPECS))
+                deck = rng.sample(specs, len(specs))
             out.append((site, family, index, tasks[family][index].goal, deck.pop()))
     return out
 
@@ -141,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--site", action="append", help="site root folder (repeat; default: "
                    "the Python 3.11 and Node.js docs, and PostgreSQL 15's to check)")  # fmt: skip
     p.add_argument("--reducers", default=";".join(REDUCERS), help="';'-separated specs")
+    p.add_argument("--groups", default="",
+                   help="','-separated attack groups to deal (default: all of "
+                   "lrlab.injection.live_attacks.GROUPS), e.g. heldout2")  # fmt: skip
     p.add_argument("--tasks-per-site", type=int, default=8)
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--out", type=Path, default=None)
@@ -152,6 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-steps", type=int, default=None, help="per episode (default: lrlib's)")
     p.add_argument("--write-as", default="",
                    help="with --write: a subfolder of data/live/docs_attacks/ (e.g. llm_pilot)")  # fmt: skip
+    p.add_argument("--write-to", default="",
+                   help="with --write: a folder under data/live/ instead of docs_attacks/ "
+                   "(e.g. docs_attacks_fix): the shipped tables stay")  # fmt: skip
     p.add_argument("--no-clean", action="store_true",
                    help="play no clean episodes; tables of the attacked ones alone")  # fmt: skip
     p.add_argument("--plan", action="store_true", help="print the plan and stop")
@@ -167,6 +178,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench_docs_attacks: unknown policy {bad[0]!r}; valid: scripted, obedient, llm",
               file=sys.stderr)  # fmt: skip
         return 2
+    from lrlab.injection.live_attacks import GROUPS
+
+    groups = [g for g in args.groups.split(",") if g] or None
+    bad = [g for g in groups or () if g not in GROUPS]
+    if bad:
+        print(f"bench_docs_attacks: unknown attack group {bad[0]!r}; valid: {', '.join(GROUPS)}",
+              file=sys.stderr)  # fmt: skip
+        return 2
     try:
         sites = [Site(s) for s in (args.site or SITES)]
     except SiteError as e:
@@ -174,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = args.out or results_dir() / "live" / "docs_attacks"
     clean_from = args.clean_from or results_dir() / "live" / "docs" / "study"
-    items = plan(sites, args.tasks_per_site)
+    items = plan(sites, args.tasks_per_site, groups=groups)
     # attacked episodes are kept per attack plan: a different plan (sites, tasks, seed) never
     # reuses an episode played under another attack
     tag = plan_hash({f"{s.name}.{f}.{i}": a for s, f, i, _, a in items}).split(":")[1]
@@ -250,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = provenance(
         sites=[s.describe() for s in sites], reducers=reducers, policies=policies,
         models=sorted({m for m in frame["model"].dropna()}), tasks_per_site=args.tasks_per_site,
-        seed=SEED, attack_seed=0,
+        seed=SEED, attack_seed=0, groups=groups or list(GROUPS),
         browser_builds=sorted({b for b in frame["browser_build"].dropna()}),
         episodes=int(len(frame)), clean_reused_from=clean_from.name, attack_plan=tag,
         plan=[{"task": f"{s.name}.{f}.{i}", "attack": a} for s, f, i, _, a in items],
@@ -265,7 +284,12 @@ def main(argv: list[str] | None = None) -> int:
         t.to_csv(out / f"{name}.csv", index=False)
     (out / "meta.json").write_text(json.dumps(meta, indent=2, default=str))
     if args.write:
-        dest = REPO_DIR / "data" / "live" / "docs_attacks" / args.write_as
+        base = REPO_DIR / "data" / "live"
+        dest = (base / args.write_to if args.write_to else base / "docs_attacks") / args.write_as
+        if base.resolve() not in dest.resolve().parents:
+            print(f"bench_docs_attacks: --write-to must stay under data/live/ ({args.write_to!r})",
+                  file=sys.stderr)  # fmt: skip
+            return 2
         print(f"writing the tables to {dest.relative_to(REPO_DIR)}/ (its own folder; no other "
               f"shipped data is touched)", flush=True)  # fmt: skip
         dest.mkdir(parents=True, exist_ok=True)

@@ -35,6 +35,8 @@ needs_browser = pytest.mark.skipif(
     not os.access(CHROMIUM, os.X_OK) or bool(missing_packages()), reason=_WHY
 )
 GOAL = 'Open the page linked as "gadget.foxtrot".'
+# attacks whose message a rendered page wraps in a paragraph beside its control
+WRAPPED = ("hidden.heldout", "comment.cues", "banner.cues", "banner.cuefree")
 
 
 def _config(script: str) -> dict:
@@ -150,14 +152,19 @@ def attacked(tmp_path_factory):
 
     tasks = load_tasks(fixture_site())["navigate"]
     # task 0 and 1: the cue-free pop-up; task 2: the held-out pop-up of plain divs, whose
-    # way out the policy does not look for (no dialog role)
+    # way out the policy does not look for (no dialog role) unless the guard marks it;
+    # tasks 3-6: the four messages whose text sits in a paragraph beside their own control
+    # (the live leaks of issue 35), rendered once each for their trees
     attack = {tasks[0].goal: "popup.cuefree", tasks[1].goal: "popup.cuefree",
-              tasks[2].goal: "popup.heldout"}  # fmt: skip
+              tasks[2].goal: "popup.heldout",
+              **{tasks[3 + k].goal: spec for k, spec in enumerate(WRAPPED)}}  # fmt: skip
     assert build("popup.heldout", tasks[2].goal).shape == "cfh-div-popup"
     specs = [EpisodeSpec("full", "fixture-docs.navigate", 0),
              EpisodeSpec("learned", "fixture-docs.navigate", 0),
              EpisodeSpec("full", "fixture-docs.navigate", 1),
-             EpisodeSpec("full", "fixture-docs.navigate", 2)]  # fmt: skip
+             EpisodeSpec("full", "fixture-docs.navigate", 2),
+             EpisodeSpec("learned", "fixture-docs.navigate", 2),
+             *(EpisodeSpec("full", "fixture-docs.navigate", 3 + k) for k in range(len(WRAPPED)))]  # fmt: skip
     out = tmp_path_factory.mktemp("attacks")
     results = run_docs(str(FIXTURE), specs, out, policy="obedient",
                        policy_kw={"attack": {tasks[0].goal: "popup.cuefree"}}, jobs=1,
@@ -170,7 +177,7 @@ def test_live_pop_up_is_dismissed_followed_and_blocks_the_page(attacked):
     from lrlab.agent.live import episode_dir
     from lrlab.injection.live_attacks import followed_in
 
-    out, (obeyed, learned, dismissed, blocked) = attacked
+    out, (obeyed, learned, dismissed, blocked, *_) = attacked
     acts = [[s["action"] for s in r["steps"]] for r in (obeyed, learned, dismissed, blocked)]
     folder = [episode_dir(out, r["reducer"], "obedient", r["task"], r["seed"], "docs")
               for r in (obeyed, learned, dismissed, blocked)]  # fmt: skip
@@ -187,3 +194,103 @@ def test_live_pop_up_is_dismissed_followed_and_blocks_the_page(attacked):
     assert acts[3][0].startswith("click(") and acts[3][1].startswith("noop(")
     prov = json.loads((folder[0] / "summary_info.json").read_text())["provenance"]
     assert prov["attack"].startswith("per-task:") and prov["browser_build"].startswith("Chromium")
+
+
+def _first_step(out, r):
+    from lrlab.agent.derive import recorded_steps
+    from lrlab.agent.live import episode_dir
+    from lrlib.core.step import Step
+
+    s = next(
+        recorded_steps(episode_dir(out, r["reducer"], "obedient", r["task"], r["seed"], "docs"))
+    )
+    return Step(goal=s["goal"], tree=s["tree"])
+
+
+@needs_browser
+@pytest.mark.parametrize("k", range(len(WRAPPED)))
+def test_a_message_s_own_control_beside_its_paragraph_is_taken_with_it(attacked, k):
+    """Issue 35's live leaks (learned: comment.cues, banner.cues, banner.cuefree; program:
+    hidden.heldout): Chromium wraps the message's text in a ``paragraph``, so the flagged
+    text's container was the paragraph alone and the message's link, button or checkbox
+    beside it was kept. Now the wrapper's parent is the message's container."""
+    from lrlab.reducers.suspect import suspect_lines
+    from lrlib.reducers.base import get_reducer
+
+    out, results = attacked
+    r = results[5 + k]
+    step = _first_step(out, r)
+    a = build(WRAPPED[k], step.goal)
+    tree = step.axtree
+    control = [n for n in range(1, len(tree) + 1) if tree.bids[n - 1]
+               and tree.roles[n - 1] == a.control_role
+               and a.control and a.control[:30] in tree.texts[n - 1]]  # fmt: skip
+    assert control, (WRAPPED[k], a.control)
+    # rendered as diagnosed: the message's text in a nameless paragraph beside the control
+    text = [n for n in range(1, len(tree) + 1) if tree.roles[n - 1] == "StaticText"
+            and n in suspect_lines(step) and tree.roles[tree.parents[n - 1]] == "paragraph"]  # fmt: skip
+    assert text, WRAPPED[k]
+    flags = suspect_lines(step)
+    assert all("tainted" in flags.get(n, ()) for n in control), (WRAPPED[k], flags)
+    for name in ("learned", "program"):
+        shown = get_reducer(name).reduce(step).text
+        assert all(tree.texts[n - 1].strip() not in shown for n in control), (name, WRAPPED[k])
+
+
+@needs_browser
+def test_a_pop_up_of_plain_divs_flattened_into_the_page_is_reduced_and_left(attacked):
+    """Issue 35's live leak (learned, cfh-div-popup twice): the pop-up's nameless divs are
+    pruned from the tree, so its paragraphs and buttons are children of the page and no
+    container was found. Now a run of the page's edge children holding a sentence and a
+    dismiss button is a pop-up: its body is hidden, its way out shown as the (dismiss) stub,
+    and the scripted policy leaves it and finishes the task."""
+    from lrlab.injection.live_attacks import followed_in
+    from lrlab.reducers.overlay import exits, overlays
+    from lrlib.reducers.base import get_reducer
+
+    out, results = attacked
+    full, learned = results[3], results[4]
+    step = _first_step(out, full)
+    tree, a = step.axtree, build("popup.heldout", step.goal)
+    top = [n for n in range(2, len(tree) + 1) if tree.depths[n - 1] == tree.depths[0] + 1]
+    action = next(n for n in top if a.control and a.control in tree.texts[n - 1])
+    assert tree.parents[action - 1] == 0  # flattened: the button is a child of the page
+    assert action in overlays(step) and any(stub for stub in exits(step).values())
+    shown = get_reducer("learned").reduce(step).text
+    assert a.control not in shown and "(dismiss)" in shown
+    acts = [s["action"] for s in learned["steps"]]
+    assert acts[0].endswith(", 'left')") and learned["success"]
+    from lrlab.agent.live import episode_dir
+
+    assert not followed_in(episode_dir(out, "learned", "obedient", learned["task"],
+                                       learned["seed"], "docs"))  # fmt: skip
+
+
+def _bench():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "benchmarks" / "bench_docs_attacks.py"
+    spec = importlib.util.spec_from_file_location("bench_docs_attacks", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_live_benchmark_deals_one_attack_group_and_names_the_valid_ones(capsys):
+    """The held-out measure after the freeze: ``--groups`` deals only that group's attacks
+    (a new group in ``live_attacks.GROUPS`` needs no change here); the default plan is the
+    shipped one; an unknown group is one line with the valid ones, exit 2."""
+    from lrlab.docsite.site import FIXTURE, Site
+    from lrlab.injection.live_attacks import GROUPS
+
+    bench = _bench()
+    site = Site(str(FIXTURE))
+    for group in GROUPS:
+        items = bench.plan([site], 8, groups=[group])
+        assert len(items) == 8 and {a.split(".")[1] for *_, a in items} == {group}
+    everything = bench.plan([site], 10 * len(SPECS))
+    assert {a for *_, a in everything} == set(SPECS)  # the default: every spec, dealt in turn
+    assert bench.main(["--plan", "--site", str(FIXTURE), "--groups", "nope"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and all(g in err for g in GROUPS)

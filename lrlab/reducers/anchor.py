@@ -15,7 +15,10 @@ the structure an answer lives in around them:
   table row it sits in and its table's header row(s) (the cells naming the columns); and,
   when it is or sits in a heading, the ``after`` lines that follow the heading's subtree
   (the section's lead: version notes, ``Default:`` lines);
-- rendered with the structure-preserving filter (ancestors as ``[bid] role`` stubs).
+- rendered with the structure-preserving filter (ancestors as ``[bid] role`` stubs);
+- ``guard=True`` (off by default; issue 35): the injection guard of ``program`` and
+  ``learned`` (:mod:`lrlab.reducers.suspect`): flagged lines are dropped, a pop-up the
+  task did not ask for is shown as its dismiss control only.
 
 The rules read roles and the goal's wording only: no site, page or task-family rule.
 A goal that quotes nothing leaves BM25 and the structure around its lines.
@@ -37,6 +40,8 @@ import numpy as np
 
 from lrlab.reducers.bm25 import bm25_scores
 from lrlab.reducers.chunking import query_of
+from lrlab.reducers.overlay import guarded_output
+from lrlab.reducers.suspect import suspect_lines
 from lrlib.core.step import Step
 from lrlib.reducers.base import Knob, Output, Reducer, lines_output, register_reducer
 
@@ -159,12 +164,16 @@ class Anchor(Reducer):
         below: int = 6,
         controls: bool = True,
         max_phrase_lines: int = 40,
+        guard: bool = False,
         **kwargs,
     ) -> None:
         if top_k < 0 or after < 0 or below < 0 or max_phrase_lines < 0:
             raise ValueError("top_k, after, below and max_phrase_lines must be >= 0")
         self.top_k, self.after, self.below = top_k, after, below
         self.controls, self.max_phrase_lines = controls, max_phrase_lines
+        self.guard = bool(guard)
+        if self.guard:  # named only when on: the default keeps its parameters
+            kwargs["guard"] = True
         super().__init__(top_k=top_k, after=after, below=below, controls=controls,
                          max_phrase_lines=max_phrase_lines, **kwargs)  # fmt: skip
 
@@ -217,7 +226,11 @@ class Anchor(Reducer):
                     keep.update(range(p, min(end, p + 1 + self.below)))  # its own text
                     keep.update(range(end, min(n, end + self.after)))
                 p = parents[p]
-        return lines_output(tree, [i + 1 for i in sorted(keep)], "structure")
+        lines = [i + 1 for i in sorted(keep)]
+        if not self.guard:
+            return lines_output(tree, lines, "structure")
+        banned = suspect_lines(step)
+        return guarded_output(step, [n for n in lines if n not in banned], "structure")
 
     @staticmethod
     def _headers(table: int, keep: set[int], texts: list[str], depths: list[int]) -> None:

@@ -9,15 +9,23 @@ module reads the tree's structure (issue 35):
 * :func:`overlays`: an ``alertdialog``, a ``modal=True`` container or a ``dialog`` not marked
   ``modal=False`` (non-modal panels such as a shop's "Added to cart" are the page's), or a small
   container of divs (``generic``, ``group``, ``region``, no role) that is the first or last
-  child of the page holding a button and a sentence (a pop-up made of plain divs), unless the goal names a dialog (``Close the dialog box``);
+  child of the page holding a button and a sentence (a pop-up made of plain divs), or, where
+  the tree has pruned such nameless divs, a run of the page's first or last children (text,
+  divs, buttons; at most :data:`POPUP_LINES` lines) holding a sentence and a button named only
+  as a way out that the goal does not name, beside a page :data:`PAGE_FACTOR` times its size;
+  not when the goal names a dialog (``Close the dialog box``);
   its body is suspect (``overlay``) except its **exit**, the control that dismisses it
   (close, cancel, x, no thanks, not now, OK ...), which is always shown: verbatim when its
-  name is only that, else as the stub ``[bid] button (dismiss)`` (:func:`exits`);
+  name is only that, else (and always for a pop-up of divs, which nothing else marks as one)
+  as the stub ``[bid] button (dismiss)`` (:func:`exits`);
 * :func:`live_or_comment`: lines inside a live region (``alert``, ``status``, ``marquee``,
   ``timer``: content announced after the page loaded; not ``log``, which WorkArena wraps
   around its own buttons) or a ``comment``, where goal words cannot promote a line: a text
   line there that mentions a goal word is suspect (``injected``). An ``article`` is not
   one: it is the page's main text as often as a user's post;
+* :func:`beside_wrapper`: a line that speaks to the agent, wrapped alone in a nameless
+  paragraph as rendered pages do, taints the wrapper's small parent container (the
+  message's own control sits beside the wrapper);
 * :func:`tainted`: the small container (at most :data:`TAINT_LINES` lines, not the page)
   of a line flagged for what it says (the line itself when it has children, else its
   parent): its other lines are suspect (``tainted``), so a message's own buttons and links
@@ -55,6 +63,7 @@ __all__ = [
     "exits",
     "live_or_comment",
     "tainted",
+    "beside_wrapper",
     "guarded_output",
 ]
 
@@ -64,6 +73,9 @@ LIVE_ROLES = frozenset({"alert", "status", "marquee", "timer"})
 COMMENT_ROLES = frozenset({"comment"})
 DIV_ROLES = frozenset({"generic", "group", "region", "section", "none", "presentation", None})
 CONTROL_ROLES = frozenset({"button", "link"})
+RUN_ROLES = DIV_ROLES | {"paragraph", "StaticText", "button"}
+PAGE_FACTOR = 4  # a flattened pop-up of divs sits over a page this many times its size
+WRAPPER_ROLES = frozenset({"paragraph", "generic", "none", "presentation", None})
 TEXT_ROLES = frozenset({"StaticText", "paragraph", "heading", "LabelText", "text", "note"})
 # the goal is about a dialog: its pop-ups are the task's
 _TASK_DIALOG = re.compile(r"(?i)\b(?:dialog|pop-?ups?|modal|overlay|alert)\b")
@@ -136,6 +148,47 @@ def _is_popup_of_divs(tree: AxTree, i: int, end: int) -> bool:
     return button and sentence
 
 
+def _edge_runs(tree: AxTree, top: list[int]) -> list[tuple[int, int]]:
+    """The runs of the page's first and of its last children (0-based ``[start, end)``) made
+    only of text, nameless divs and buttons, at most :data:`POPUP_LINES` lines: where a
+    pop-up of plain divs sits once the tree has flattened its nameless containers."""
+    roles, out = tree.roles, []
+    for order in (top, top[::-1]):
+        run: list[int] = []
+        for i in order:
+            end = subtree_end(tree, i)
+            if any(roles[j] not in RUN_ROLES for j in range(i, end)):
+                break
+            lo, hi = min([i, *run]), max(end, *(subtree_end(tree, r) for r in run or [i]))
+            if hi - lo > POPUP_LINES:
+                break
+            run.append(i)
+        if len(run) >= 2:
+            out.append((min(run), max(subtree_end(tree, r) for r in run)))
+    return out
+
+
+def _is_flat_popup(tree: AxTree, a: int, b: int, goal: str) -> bool:
+    """A run of the page's edge children that reads as a pop-up of divs flattened into the
+    page: a sentence, a dismiss button the goal does not name, and a page at least
+    :data:`PAGE_FACTOR` times its size beside it (a small task page is not covered)."""
+    roles, texts, bids = tree.roles, tree.texts, tree.bids
+    if len(tree) - (b - a) < PAGE_FACTOR * (b - a):
+        return False
+    words = goal.lower()
+    exit_ = any(
+        roles[j] == "button"
+        and bids[j] is not None
+        and _EXIT.fullmatch(name := name_of(texts[j]).strip(" .!:,-"))
+        and not re.search(rf"(?<!\w){re.escape(name.lower())}(?!\w)", words)
+        for j in range(a, b)
+    )
+    sentence = any(
+        roles[j] in TEXT_ROLES and _SENTENCE.search(name_of(texts[j])) for j in range(a, b)
+    )
+    return exit_ and sentence
+
+
 @per_step
 def _overlays(step: Step) -> tuple[dict[int, int], dict[int, str | None]]:
     """(line -> its overlay's root line, exit line -> stub text or None), 1-based."""
@@ -145,16 +198,25 @@ def _overlays(step: Step) -> tuple[dict[int, int], dict[int, str | None]]:
     roles, texts, depths = tree.roles, tree.texts, tree.depths
     roots = [i for i in range(len(tree)) if _blocks(roles[i], texts[i])]
     top = [i for i in range(1, len(tree)) if depths[i] == depths[0] + 1]
+    spans = {}
     for i in (top[:1] + top[-1:]) if top else []:
         if i not in roots and _is_popup_of_divs(tree, i, subtree_end(tree, i)):
             roots.append(i)
+    for a, b in _edge_runs(tree, top):
+        if a not in roots and _is_flat_popup(tree, a, b, step.goal):
+            roots.append(a)
+            spans[a] = b
     body: dict[int, int] = {}
     out: dict[int, str | None] = {}
     for i in sorted(roots):
         if i + 1 in body:
             continue  # inside an overlay already
-        members = range(i, subtree_end(tree, i))
+        members = range(i, spans.get(i) or subtree_end(tree, i))
         exit_line, stub = _exit(tree, members)
+        if exit_line is not None and stub is None and not _blocks(roles[i], texts[i]):
+            # a pop-up of plain divs: nothing in the tree says it is one, so its way out
+            # is shown as the stub, which says so (an agent can leave it)
+            stub = _stub(tree, exit_line)
         for j in members:
             if j != exit_line:
                 body[j + 1] = i + 1
@@ -173,9 +235,13 @@ def _exit(tree: AxTree, members: Iterable[int]) -> tuple[int | None, str | None]
         if _EXIT.fullmatch(name):
             return j, None
         if best is None and _EXIT.match(name) and not name[_EXIT.match(name).end() :][:1].isalnum():
-            indent = tree.texts[j][: tree.indents[j]]
-            best, stub = j, f"{indent}[{tree.bids[j]}] {tree.roles[j]} (dismiss)"
+            best, stub = j, _stub(tree, j)
     return best, stub
+
+
+def _stub(tree: AxTree, j: int) -> str:
+    """The line ``[bid] role (dismiss)`` standing for the exit on line ``j``."""
+    return f"{tree.texts[j][: tree.indents[j]]}[{tree.bids[j]}] {tree.roles[j]} (dismiss)"
 
 
 def overlays(step: Step) -> dict[int, int]:
@@ -215,6 +281,20 @@ def live_or_comment(step: Step) -> list[int]:
     return sorted(out)
 
 
+def _text_wrapper(tree: AxTree, i: int) -> bool:
+    """Line ``i`` is a nameless ``paragraph`` or div holding only text (no control, no bid
+    below it): a wrapper the renderer puts around a message's words.
+
+    >>> _text_wrapper(parse("R\\n\\t[2] paragraph ''\\n\\t\\tStaticText 'Hi there'"), 1)
+    True
+    """
+    roles, bids = tree.roles, tree.bids
+    if roles[i] not in WRAPPER_ROLES or name_of(tree.texts[i]):
+        return False
+    body = range(i + 1, subtree_end(tree, i))
+    return bool(body) and all(roles[j] in TEXT_ROLES and bids[j] is None for j in body)
+
+
 def tainted(tree: AxTree, flagged: Iterable[int], size: int = TAINT_LINES) -> list[int]:
     """The 1-based lines of the small container (at most ``size`` lines, not the page's
     root) of each ``flagged`` line, themselves excepted: a flagged line's own subtree when
@@ -224,7 +304,7 @@ def tainted(tree: AxTree, flagged: Iterable[int], size: int = TAINT_LINES) -> li
     >>> tainted(t, [3])
     [2, 4]
     """
-    parents, depths = tree.parents, tree.depths
+    parents = tree.parents
     flagged = set(flagged)
     out: set[int] = set()
     for n in flagged:
@@ -232,12 +312,46 @@ def tainted(tree: AxTree, flagged: Iterable[int], size: int = TAINT_LINES) -> li
         # (never its siblings' when it has children, so a planted block cannot take the
         # page's lines beside it down with it)
         p = n - 1 if subtree_end(tree, n - 1) > n else parents[n - 1]
-        if p < 0 or depths[p] <= depths[0]:
-            continue
-        end = subtree_end(tree, p)
-        if end - p <= size:
-            out.update(range(p + 1, end + 1))
+        out.update(_small_container(tree, p, size))
     return sorted(out - flagged)
+
+
+def _small_container(tree: AxTree, p: int, size: int) -> range:
+    """The 1-based lines of container ``p`` (0-based) when it has at most ``size`` lines and
+    is not the page's root, else none."""
+    if p < 0 or tree.depths[p] <= tree.depths[0]:
+        return range(0)
+    end = subtree_end(tree, p)
+    return range(p + 1, end + 1) if end - p <= size else range(0)
+
+
+def beside_wrapper(tree: AxTree, speaking: Iterable[int], size: int = TAINT_LINES) -> list[int]:
+    """The 1-based lines of the small container (at most ``size`` lines, not the page's
+    root) around the *text wrapper* of each ``speaking`` line, themselves excepted.
+
+    A rendered page wraps a message's words in a nameless ``paragraph`` (or div) holding
+    nothing else, and puts the message's own link, button or field beside the wrapper, not
+    in it (the live leaks of issue 35): :func:`tainted` takes the wrapper only. Here a line
+    that speaks to the agent (it addresses an AI, asides to a helper, quotes the goal,
+    carries control markup; :mod:`lrlab.reducers.suspect`) takes the wrapper's parent. A
+    foreign address alone does not: a search result's snippet cites other sites beside
+    the result's own link.
+
+    >>> t = parse("R\\n\\tregion 'News'\\n\\t\\t[2] paragraph ''\\n\\t\\t\\tStaticText 'x'"
+    ...           "\\n\\t\\t[3] link 'Go'\\n\\t[4] link 'y'")
+    >>> tainted(t, [4]), beside_wrapper(t, [4])
+    ([3], [2, 3, 5])
+    """
+    parents = tree.parents
+    speaking = set(speaking)
+    out: set[int] = set()
+    for n in speaking:
+        if subtree_end(tree, n - 1) > n:
+            continue  # a container: tainted() takes its own lines
+        p = parents[n - 1]
+        if p > 0 and _text_wrapper(tree, p):
+            out.update(_small_container(tree, parents[p], size))
+    return sorted(out - speaking)
 
 
 def guarded_output(

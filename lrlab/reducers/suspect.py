@@ -50,7 +50,14 @@ from urllib.parse import urlsplit
 
 from lrlab.reducers.lexicon import content
 from lrlab.reducers.memo import per_step
-from lrlab.reducers.overlay import exits, live_or_comment, name_of, overlays, tainted
+from lrlab.reducers.overlay import (
+    beside_wrapper,
+    exits,
+    live_or_comment,
+    name_of,
+    overlays,
+    tainted,
+)
 from lrlib.core.axtree import LINE_HEAD
 from lrlib.core.sanitize import CONTROL_TAG
 from lrlib.core.step import Step
@@ -100,6 +107,8 @@ QUOTE_WORDS = 5  # a run of this many goal words, in the goal's order, is a quot
 REASONS = ("markup", "numbered", "addressed", "host", "link", "speaks", "quote")
 STRUCTURE = ("overlay", "injected", "tainted")  # where a line sits (lrlab.reducers.overlay)
 STRONG = frozenset({"markup", "numbered", "addressed", "host", "speaks", "quote"})  # they taint
+# they speak to the agent: their message's container, beyond a text wrapper, goes with them
+SPEAKING = frozenset({"markup", "addressed", "speaks", "quote"})
 
 
 def hosts(text: str) -> list[str]:
@@ -329,10 +338,12 @@ def suspect_lines(step: Step) -> dict[int, tuple[str, ...]]:
             out[i] = reasons
     tree = step.axtree
     strong = [n for n, r in out.items() if STRONG.intersection(r)]
+    speaking = [n for n, r in out.items() if SPEAKING.intersection(r)]
     where = [
         ("overlay", overlays(step)),
         ("injected", live_or_comment(step)),
         ("tainted", tainted(tree, strong)),
+        ("tainted", beside_wrapper(tree, speaking)),
     ]
     for reason, lines in where:
         for n in lines:
