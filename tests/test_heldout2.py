@@ -191,6 +191,20 @@ def test_offline_set_of_the_wide_pinned_steps():
     assert [it.step.tree for it in again] == [it.step.tree for it in wide]
 
 
+def test_offline_benchmark_sets_gain_the_group_only_when_asked():
+    from lrlab.injection.injection_sets import cuefree_sets
+
+    shipped = cuefree_sets()
+    both = cuefree_sets(heldout2=True)
+    assert list(both)[: len(shipped)] == list(shipped)  # the shipped sets, unchanged, first
+    assert list(both)[len(shipped) :] == ["cue-free held-out 2", "cue-free held-out 2, MiniWoB"]
+    for name in shipped:
+        assert [it.step.tree for it in both[name]] == [it.step.tree for it in shipped[name]]
+    mini = both["cue-free held-out 2, MiniWoB"]
+    assert len(mini) == len(both["cue-free held-out, MiniWoB"])
+    assert {it.placements[0].attack for it in mini} == set(HELDOUT2_CUEFREE)
+
+
 def test_heldout2_group_is_wired_without_moving_the_shipped_plan():
     assert GROUPS[-1] == "heldout2" and len(SPECS) == 12  # the shipped live deck is unchanged
     assert all(not s.endswith(".heldout2") for s in SPECS)
