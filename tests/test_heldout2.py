@@ -13,6 +13,7 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_live_attacks import _config, _walk  # the live script's config, its nodes
 
 from lrlab.docsite.obedient import ObedientDocsPolicy
 from lrlab.docsite.policy import EXIT, DocsScriptedPolicy
@@ -216,18 +217,6 @@ def test_heldout2_group_is_wired_without_moving_the_shipped_plan():
     assert held == set(HELDOUT2_CUEFREE)
     for kind, shapes in SHAPES["heldout2"].items():
         assert shapes and all(KINDS[s] == KIND_NAMES[kind] for s in shapes)
-
-
-def _config(script: str) -> dict:
-    head = "const A = "
-    start = script.index(head) + len(head)
-    return json.loads(script[start : script.index(";\n", start)])
-
-
-def _walk(node: dict):
-    yield node
-    for c in node["children"]:
-        yield from _walk(c)
 
 
 def _page(attack) -> str:  # noqa: ANN001
