@@ -71,7 +71,7 @@ def test_most_cuefree_shapes_quote_or_paraphrase_the_goal():
 
 
 def test_every_cuefree_shape_has_a_kind_placed_where_it_sits():
-    assert set(KINDS) == set(CUEFREE) | set(HELDOUT_CUEFREE)
+    assert set(CUEFREE) | set(HELDOUT_CUEFREE) <= set(KINDS)  # + HELDOUT2: test_heldout2.py
     assert set(KINDS.values()) == {"pop-up", "banner", "hidden field", "comment"} == set(PLACES)
     for shape in (*CUEFREE, *HELDOUT_CUEFREE):
         pops = KINDS[shape] == "pop-up"

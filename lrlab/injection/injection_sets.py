@@ -17,6 +17,7 @@ from lrlab.injection.inject import (
     CUEFREE,
     EVIL_HOST,
     HELDOUT,
+    HELDOUT2_CUEFREE,
     HELDOUT_CUEFREE,
     KINDS,
     LEGACY,
@@ -244,13 +245,22 @@ def miniwob_hosts(steps: Iterable[Step] | None = None) -> list[Step]:
     return sorted(first.values(), key=lambda s: s.step_id)
 
 
-def cuefree_sets(steps: Iterable[Step] | None = None) -> dict[str, list[InjectedStep]]:
+def cuefree_sets(
+    steps: Iterable[Step] | None = None, heldout2: bool = False
+) -> dict[str, list[InjectedStep]]:
     """The attacked sets of the cue-free benchmark, by name: the held-out and development
     shapes on the wide pinned steps and on MiniWoB pages, then the current shapes (benchmark,
-    realistic, held-out) on the wide set; ``steps``: where pinned ids are looked up."""
+    realistic, held-out) on the wide set; ``steps``: where pinned ids are looked up.
+    ``heldout2``: also the second held-out shapes (:data:`~lrlab.injection.inject.
+    HELDOUT2_CUEFREE`) on the same pages, appended last (off by default, so the shipped tables
+    do not change)."""
     from lrlib.data import dataset as data
 
     pool = data.load_steps() if steps is None else list(steps)
+    extra = {
+        "cue-free held-out 2": cuefree_set("wide", HELDOUT2_CUEFREE, steps=pool),
+        "cue-free held-out 2, MiniWoB": cuefree_set("miniwob", HELDOUT2_CUEFREE),
+    } if heldout2 else {}  # fmt: skip
     return {
         "cue-free held-out": cuefree_set("wide", HELDOUT_CUEFREE, steps=pool),
         "cue-free held-out, MiniWoB": cuefree_set("miniwob", HELDOUT_CUEFREE),
@@ -259,4 +269,5 @@ def cuefree_sets(steps: Iterable[Step] | None = None) -> dict[str, list[Injected
         "benchmark shapes": pinned_set("wide", steps=pool, per_step=1),
         "realistic": realistic_set("wide", steps=pool),
         "held-out shapes": heldout_set("wide", steps=pool),
+        **extra,
     }
