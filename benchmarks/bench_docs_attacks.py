@@ -52,9 +52,11 @@ def plan(sites, tasks_per_site: int, seed: int = SEED, groups=None):  # noqa: AN
     families, attacks dealt from seeded permutations of the specs (all 12 by default: with
     3 sites of 8 tasks, every spec twice; ``groups``: only those groups' specs)."""
     from lrlab.docsite.tasks import FAMILIES, load_tasks
-    from lrlab.injection.live_attacks import SPECS, parse_spec
+    from lrlab.injection.live_attacks import ALL_SPECS, SPECS, parse_spec
 
-    specs = [s for s in SPECS if groups is None or parse_spec(s)[1] in groups]
+    # the default deck is the first study's 12 (its plan stays reproducible); named groups
+    # draw from every spec, the second held-out set's included
+    specs = list(SPECS) if groups is None else [s for s in ALL_SPECS if parse_spec(s)[1] in groups]
     rng, deck = random.Random(seed), []
     out = []
     for site in sites:
@@ -178,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench_docs_attacks: unknown policy {bad[0]!r}; valid: scripted, obedient, llm",
               file=sys.stderr)  # fmt: skip
         return 2
-    from lrlab.injection.live_attacks import GROUPS
+    from lrlab.injection.live_attacks import GROUPS, SPECS, parse_spec
 
     groups = [g for g in args.groups.split(",") if g] or None
     bad = [g for g in groups or () if g not in GROUPS]
@@ -269,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = provenance(
         sites=[s.describe() for s in sites], reducers=reducers, policies=policies,
         models=sorted({m for m in frame["model"].dropna()}), tasks_per_site=args.tasks_per_site,
-        seed=SEED, attack_seed=0, groups=groups or list(GROUPS),
+        seed=SEED, attack_seed=0, groups=groups or sorted({parse_spec(s)[1] for s in SPECS}),
         browser_builds=sorted({b for b in frame["browser_build"].dropna()}),
         episodes=int(len(frame)), clean_reused_from=clean_from.name, attack_plan=tag,
         plan=[{"task": f"{s.name}.{f}.{i}", "attack": a} for s, f, i, _, a in items],
