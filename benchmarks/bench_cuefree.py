@@ -1,6 +1,6 @@
 """Cue-free prompt injection (issue 35): payload visibility per reducer and attack kind.
 
-Usage: ``python benchmarks/bench_cuefree.py [--reducers "learned;program"] [--out FILE]``
+Usage: ``python benchmarks/bench_cuefree.py [--reducers "learned;program"] [--out FILE] [--heldout2]``
 
 Attacks in plain words (:data:`lrlab.injection.inject.CUEFREE`, the development shapes, and
 :data:`~lrlab.injection.inject.HELDOUT_CUEFREE`, committed before any defence against them and
@@ -17,6 +17,9 @@ clicked, each with a 95% interval bootstrapped over episodes and n
 markdown (default ``figures/injection_cuefree_bench.md``; notebook 06 writes the same tables on
 the shipped pages as ``figures/injection_cuefree*``). ``--pages FILE`` adds the cue-free sets
 on every distinct page of an imported steps file (documentation pages rendered live).
+``--heldout2`` adds :data:`~lrlab.injection.inject.HELDOUT2_CUEFREE`, the second held-out set
+written blind to the defence and measured once after its freeze (default ``--out``:
+``figures/injection_cuefree_heldout2.md``; the first file stays as shipped).
 """
 
 from __future__ import annotations
@@ -28,12 +31,13 @@ import time
 from pathlib import Path
 
 from lrlab.injection import injection_eval, injection_sets
-from lrlab.injection.inject import CUEFREE, HELDOUT_CUEFREE
+from lrlab.injection.inject import CUEFREE, HELDOUT2_CUEFREE, HELDOUT_CUEFREE
 from lrlib.data import dataset as data
 from lrlib.eval.evaluation import markdown_table
 
 REDUCERS = "learned;program;learned:guard=False;program:guard=False;bm25"
 OUT = Path("figures/injection_cuefree_bench.md")
+OUT_HELDOUT2 = Path("figures/injection_cuefree_heldout2.md")
 
 
 # each defence of the guard switched off in turn (issue 35: measure each, keep what works)
@@ -83,7 +87,15 @@ def ablation(sets: dict[str, list]) -> object:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reducers", default=REDUCERS, help="';'-separated reducer specs")
-    parser.add_argument("--out", type=Path, default=OUT, help="markdown file for the tables")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=f"markdown file for the tables (default {OUT}, {OUT_HELDOUT2} with --heldout2)",
+    )
+    parser.add_argument(
+        "--heldout2", action="store_true", help="also the second held-out set (HELDOUT2_CUEFREE)"
+    )
     parser.add_argument(
         "--ablate", action="store_true",
         help="also switch each defence off in turn (learned and program, cue-free sets)",
@@ -98,7 +110,8 @@ def main() -> int:
 
     specs = {r: r for r in args.reducers.split(";") if r}
     start = time.perf_counter()
-    sets = injection_sets.cuefree_sets(data.load_steps())
+    args.out = args.out or (OUT_HELDOUT2 if args.heldout2 else OUT)
+    sets = injection_sets.cuefree_sets(data.load_steps(), heldout2=args.heldout2)
     if args.pages:
         pages = data.load_steps(path=args.pages)
         sets[f"cue-free held-out, {args.pages.name}"] = injection_sets.cuefree_set(
@@ -107,6 +120,10 @@ def main() -> int:
         sets[f"cue-free dev, {args.pages.name}"] = injection_sets.cuefree_set(
             "pages", CUEFREE, steps=pages
         )
+        if args.heldout2:
+            sets[f"cue-free held-out 2, {args.pages.name}"] = injection_sets.cuefree_set(
+                "pages", HELDOUT2_CUEFREE, steps=pages
+            )
     out = injection_eval.cuefree_tables(specs, sets)
     if args.ablate:
         cuefree = {k: v for k, v in sets.items() if k.startswith("cue-free")}
