@@ -43,7 +43,7 @@ from lrlab.reducers.chunking import query_of
 from lrlab.reducers.overlay import guarded_output
 from lrlab.reducers.suspect import suspect_lines
 from lrlib.core.step import Step
-from lrlib.reducers.base import Knob, Output, Reducer, lines_output, register_reducer
+from lrlib.reducers.base import Knob, Output, Reducer, register_reducer
 
 _QUOTED = re.compile(r'"([^"\n]{1,120})"')
 _ROWS = ("row",)
@@ -227,10 +227,10 @@ class Anchor(Reducer):
                     keep.update(range(end, min(n, end + self.after)))
                 p = parents[p]
         lines = [i + 1 for i in sorted(keep)]
-        if not self.guard:
-            return lines_output(tree, lines, "structure")
-        banned = suspect_lines(step)
-        return guarded_output(step, [n for n in lines if n not in banned], "structure")
+        if self.guard:  # as program's guard: flagged lines out, every pop-up's exit in
+            banned = suspect_lines(step)
+            lines = [n for n in lines if n not in banned]
+        return guarded_output(step, lines, "structure", guard=self.guard)
 
     @staticmethod
     def _headers(table: int, keep: set[int], texts: list[str], depths: list[int]) -> None:
