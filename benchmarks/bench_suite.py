@@ -113,28 +113,16 @@ def suite(workers: str, tmp: Path) -> dict:
     }  # fmt: skip
 
 
-def provenance() -> dict:
-    def git(*args: str) -> str:
-        out = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True)
-        return out.stdout.strip()
-
-    return {
-        "git_commit": git("rev-parse", "HEAD"),
-        "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
-        "python": platform.python_version(),
-        "cpus": os.cpu_count(),
-        "load_before": [round(x, 2) for x in os.getloadavg()],
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", nargs="+", default=["auto"],
                         help="xdist workers per run (auto: one per core, as `make test`)")  # fmt: skip
     parser.add_argument("--out", type=Path, help="also write the results as JSON here")
     args = parser.parse_args()
-    prov = provenance()
+    from lrlib.runinfo import provenance
+
+    prov = provenance(python=platform.python_version(), cpus=os.cpu_count(),
+                      load_before=[round(x, 2) for x in os.getloadavg()])  # fmt: skip
     load = prov["load_before"][0]
     print(f"bench_suite: {len(args.workers)} suite run(s) ({', '.join(args.workers)} workers), "
           f"about {6 * len(args.workers)} min on 2 cores; load average {load:.1f}"
@@ -158,8 +146,7 @@ def main() -> None:
         print(f"\nslowest {SLOWEST} tests, {run['workers']} workers (setup + call + teardown, s):")
         for row in run["slowest"]:
             print(f"  {row['s']:6.1f}  {row['test']}")
-    print(f"\ncommit {prov['git_commit'][:10]}{' (dirty)' if prov['dirty'] else ''}, "
-          f"{prov['cpus']} CPUs, load before {load:.2f}")  # fmt: skip
+    print(f"\ncommit {prov['git_commit']}, {prov['cpus']} CPUs, load before {load:.2f}")
     if args.out:
         args.out.write_text(json.dumps({"provenance": prov, "runs": runs}, indent=1) + "\n")
         print(f"written: {args.out}")
