@@ -26,9 +26,9 @@ REPO = Path(__file__).resolve().parents[1]
 # `make test` runs the suite on every core (pytest-xdist, `-n auto --dist loadgroup`; a plain
 # `pytest -n 2` gets loadgroup too, below). Tests of one xdist group run on one worker, one
 # after the other:
-# - "heavy": the modules that drive Debian's chromium or the embedded llama.cpp model; two at
-#   once would fight for the same two cores and miss their limits (the explorer's 1 s, page
-#   and model timeouts), and would start two llama servers;
+# - "heavy": the JupyterLab, MiniWoB and embedded llama.cpp modules; two at once would fight
+#   for the same two cores and run into their page and model timeouts, and would start two
+#   llama servers;
 # - a module that builds a fixture of module (or session) scope: its tests share one worker,
 #   so the fixture (a live run, a JupyterLab, a trained model...) is built on one worker. A
 #   module fixture is still built again when the worker runs another module's test in between

@@ -1,18 +1,24 @@
-"""Driving JupyterLab in headless Chromium, shared by tests/test_browser.py and
-benchmarks/bench_lab_roundtrip.py: an isolated server environment, waiting for the server,
+"""Driving JupyterLab in headless Chromium, shared by tests/test_browser.py,
+benchmarks/bench_lab_roundtrip.py and benchmarks/bench_explorer_latency.py: an isolated
+server environment, a server on a copy of the notebooks, waiting for the server,
 opening a notebook the way a user does (from the file browser, once the kernel list is
 loaded, so JupyterLab never asks which kernel to start), running it, saving it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import secrets
+import shutil
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 CHROMIUM = Path(os.environ.get("LRLIB_CHROMIUM", "/usr/bin/chromium"))
@@ -91,6 +97,41 @@ def wait_up(url: str, token: str, proc: subprocess.Popen, log: Path, timeout: fl
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"JupyterLab did not start: {log.read_text()[-2000:]}") from None
             time.sleep(0.3)
+
+
+@contextlib.contextmanager
+def serve_copy(root: Path, notebooks: Path, repo: Path) -> Iterator[tuple[str, str, Path, Path]]:
+    """A JupyterLab server on a copy of ``notebooks`` under ``root``, with the project's
+    server settings (``repo/.jupyter``, what `make lab` adds), offline, in quick mode:
+    ``(url, token, notebooks copy, work dir)``. RuntimeError with the log if it does not
+    start; stopped on exit."""
+    copy = root / "notebooks"
+    shutil.copytree(notebooks, copy, ignore=shutil.ignore_patterns(".ipynb*"))
+    port, token = free_port(), secrets.token_hex(16)
+    env = lab_env(
+        root,
+        JUPYTER_CONFIG_PATH=str(repo / ".jupyter"),
+        LRLIB_WORK_DIR=str(root / "work"),
+        LRLIB_OFFLINE="1",
+        LRLIB_QUICK="1",
+        PYTHONPATH=str(repo),
+    )
+    cmd = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={copy}"]
+    log = root / "lab.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            cmd + server_args(port, token), env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_up(url, token, proc, log)
+        yield url, token, copy, root / "work"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 def open_notebook(page, url: str, token: str, name: str) -> bool:

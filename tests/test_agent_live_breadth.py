@@ -7,22 +7,40 @@ Skipped, with the reason, when chromium or the live extra is missing.
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 from test_agent_live import pytestmark  # noqa: F401  (skipped without chromium or the extra)
 
 from lrlib.cli import main
 
 # a date input, an equation read from the page, the n-th text area, a spinner
 TASKS = "enter-date,simple-algebra,copy-paste-2,use-spinner"
+CROSS_TASKS = "copy-paste-2,use-spinner"  # the second policy's tasks
+CROSS_REDUCERS = "full;bm25:top_k=1"
 
 
-def test_new_task_types_succeed_on_the_full_observation(tmp_path):
-    args = ["live", "--tasks", TASKS, "--seeds", "1", "--reducers", "full", "--jobs", "1",
-            "--out", str(tmp_path)]  # fmt: skip
+def _live(out, tasks: str, reducers: str, policy: str = "scripted") -> None:
+    args = ["live", "--tasks", tasks, "--seeds", "1", "--reducers", reducers, "--jobs", "1",
+            "--policy", policy, "--out", str(out)]  # fmt: skip
     assert main(args) == 0
-    episodes = pd.read_csv(tmp_path / "episodes.csv")
+
+
+@pytest.fixture(scope="session")
+def scripted(tmp_path_factory):
+    """The scripted policy's episodes, played once for both tests: the second policy's tasks
+    with both reducers, then every task with ``full`` (its two ``full`` episodes resume),
+    so the run's tables are those of the last plan, every task on ``full``."""
+    out = tmp_path_factory.mktemp("scripted")
+    _live(out, CROSS_TASKS, CROSS_REDUCERS)
+    _live(out, TASKS, "full")
+    return out
+
+
+def test_new_task_types_succeed_on_the_full_observation(scripted):
+    episodes = pd.read_csv(scripted / "episodes.csv")
     assert sorted(episodes["task"]) == sorted(TASKS.split(","))
     assert episodes["success"].all(), episodes[["task", "err_msg"]].to_dict("records")
-    summary = pd.read_csv(tmp_path / "summary.csv").set_index("reducer")
+    summary = pd.read_csv(scripted / "summary.csv").set_index("reducer")
+    assert list(summary.index) == ["full"]
     # the halves of the fixed task split are reported apart
     assert summary.loc["full", "n_tasks_tuning"] + summary.loc["full", "n_tasks_heldout"] == 4
     # token reduction per step, overall and per half: none for the full observation
@@ -30,17 +48,14 @@ def test_new_task_types_succeed_on_the_full_observation(tmp_path):
         assert summary.loc["full", col] == 0.0
 
 
-def test_second_policy_against_the_first_policys_failure_sets(tmp_path):
+def test_second_policy_against_the_first_policys_failure_sets(scripted, tmp_path):
     from lrlab.agent.cross_policy import cross_table
 
-    first, second = tmp_path / "scripted", tmp_path / "greedy"
-    tasks = "copy-paste-2,use-spinner"
-    for policy, out in (("scripted", first), ("greedy", second)):
-        args = ["live", "--tasks", tasks, "--seeds", "1", "--reducers", "full;bm25:top_k=1",
-                "--jobs", "1", "--policy", policy, "--out", str(out)]  # fmt: skip
-        assert main(args) == 0
-    reducers = ["full", "bm25:top_k=1"]
-    per_episode, table = cross_table(first, second, "greedy", reducers, tasks.split(","), [0])
+    second = tmp_path / "greedy"
+    _live(second, CROSS_TASKS, CROSS_REDUCERS, policy="greedy")
+    reducers = CROSS_REDUCERS.split(";")
+    per_episode, table = cross_table(scripted, second, "greedy", reducers,
+                                     CROSS_TASKS.split(","), [0])  # fmt: skip
     assert len(per_episode) == 4 and per_episode["covered"].notna().all()
     full = per_episode[per_episode["reducer"] == "full"]
     assert (full["covered"] == 1.0).all()  # the full tree keeps every set

@@ -43,3 +43,4 @@ def test_a_phase_measures_its_child_process_cpu():
     burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass"
     row = _bench().phase("burn", [sys.executable, "-c", burn])
     assert row["status"] == 0 and row["cpu_s"] >= 0.3 and row["wall_s"] >= row["cpu_s"] - 0.05
+    assert row["machine_cpu_s"] >= 0.25  # every core's busy time holds the child's too

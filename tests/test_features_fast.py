@@ -193,32 +193,30 @@ _word = st.sampled_from(_WORDS) | st.text(alphabet="abcXY19 _-'\\\"#é", max_siz
 _text = st.lists(_word, max_size=6).map(" ".join)
 
 
-@st.composite
-def _line(draw, depth: int) -> tuple[int, str]:
-    bid = draw(st.none() | st.integers(0, 30).map(str))
-    role = draw(st.none() | st.sampled_from(_ROLES))
-    name = draw(_text)
-    extras = draw(
-        st.lists(
-            st.sampled_from(
-                [
-                    "url='http://x.example/a'",
-                    "focused",
-                    "autofocus",
-                    "checked='true'",
-                    "selected=True",
-                    "value='5'",
-                    "value=''",
-                    "pressed='true'",
-                ]
-            ),
-            max_size=3,
-        )  # fmt: skip
-    )
+# the strategies are built once: a strategy built inside a draw is validated at every draw,
+# which cost about a fifth of this test's time
+_BID = st.none() | st.integers(0, 30).map(str)
+_ROLE = st.none() | st.sampled_from(_ROLES)
+_EXTRAS = st.lists(
+    st.sampled_from(["url='http://x.example/a'", "focused", "autofocus", "checked='true'",
+                     "selected=True", "value='5'", "value=''", "pressed='true'"]),
+    max_size=3,
+)  # fmt: skip
+_GOAL_TAIL = st.sampled_from(["", ' "Submit"', " 'no' button", ' {"cart": False}',
+                              " uncheck 'add'", " the text field"])  # fmt: skip
+_DEPTH = functools.cache(lambda depth: st.integers(0, depth + 1))  # one strategy per depth
+_HISTORY = st.lists(
+    st.integers(0, 30).map(lambda b: f"click('{b}')") | st.just("scroll(0, 3)"), max_size=3
+)
+
+
+def _line(draw, depth: int) -> str:
+    """One tree line at ``depth``: an optional bid and role, a name, optional attributes."""
+    bid, role, name, extras = draw(_BID), draw(_ROLE), draw(_text), draw(_EXTRAS)
     head = (f"[{bid}] " if bid is not None else "") + (role or "")
     quoted = "'" + name.replace("'", "\\'") + "'" if draw(st.booleans()) else name
-    return depth, "\t" * depth + " ".join(x for x in (head, quoted) if x) + "".join(
-        ", " + e for e in extras
+    return (
+        "\t" * depth + " ".join(x for x in (head, quoted) if x) + "".join(", " + e for e in extras)
     )
 
 
@@ -227,17 +225,12 @@ def _steps(draw) -> Step:
     n = draw(st.integers(0, 40))
     lines, depth = [], 0
     for _ in range(n):
-        depth = draw(st.integers(0, depth + 1)) if draw(st.booleans()) else depth
-        lines.append(draw(_line(depth))[1])
+        depth = draw(_DEPTH(depth)) if draw(st.booleans()) else depth
+        lines.append(_line(draw, depth))
     if draw(st.booleans()):  # a jump of two levels: parents by the stack
         lines.append("\t" * (depth + 2) + "StaticText 'deep'")
-    goal = draw(_text) + draw(st.sampled_from(["", ' "Submit"', " 'no' button", ' {"cart": False}',
-                                               " uncheck 'add'", " the text field"]))  # fmt: skip
-    history = draw(
-        st.lists(
-            st.integers(0, 30).map(lambda b: f"click('{b}')") | st.just("scroll(0, 3)"), max_size=3
-        )  # fmt: skip
-    )
+    goal = draw(_text) + draw(_GOAL_TAIL)
+    history = draw(_HISTORY)
     return Step(goal=goal, tree="\n".join(t for t in lines if t.strip()), history=tuple(history))
 
 
