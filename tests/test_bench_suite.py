@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 
@@ -30,9 +31,10 @@ def test_junit_counts_and_slowest_from_a_real_run(tmp_path):
         "def test_bad(): assert False\n"
     )
     xml = tmp_path / "r.xml"
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
            f"--junitxml={xml}", str(tmp_path / "test_small.py")]  # fmt: skip
-    subprocess.run(cmd, cwd=tmp_path, capture_output=True, check=False)
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}  # pytest alone: JUnit is its own
+    subprocess.run(cmd, cwd=tmp_path, capture_output=True, check=False, env=env)
     counts, times = _bench().junit_tests(xml)
     assert counts == {"passed": 2, "failed": 1, "skipped": 1}
     assert times[0][1].endswith("test_ok") and times[0][0] >= 0.3  # setup time counts

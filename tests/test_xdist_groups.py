@@ -40,6 +40,7 @@ def test_groups_really_keep_a_module_on_one_worker(tmp_path):
     """The scheduling itself, in a pytest-xdist run of a small project that uses these hooks:
     each module's tests land on one worker (pytest 9.2 silently broke this; the dev extra
     pins pytest below it)."""
+    import os
     import subprocess
     import sys
     from pathlib import Path
@@ -61,10 +62,13 @@ def test_groups_really_keep_a_module_on_one_worker(tmp_path):
             "def test_it(built, i, record_property):\n"
             f"    open({str(tmp_path / name)!r} + os.environ['PYTEST_XDIST_WORKER'], 'w').close()\n"
         )
+    # only pytest-xdist among the installed plugins: the scheduling is theirs alone, and three
+    # processes skip loading the others (nbmake's import alone is 1.5 s)
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-q",
+        [sys.executable, "-m", "pytest", "-p", "xdist", "-n", "2", "--dist", "loadgroup", "-q",
          "-p", "no:cacheprovider", str(tmp_path)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout + run.stderr
     for name in ("a", "b", "c"):
