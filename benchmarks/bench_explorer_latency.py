@@ -4,7 +4,7 @@ Starts JupyterLab on a temporary copy of ``notebooks/`` (quick mode, offline, th
 server settings), opens ``01_explore`` in Debian's chromium and uses every control as
 ``tests/test_browser.py`` does (``tests/explorer_drive.py``), ``--repeats`` times, each in a
 fresh page that runs the notebook again. Prints, per control, the median and the slowest
-seconds until the view changed, the machine's load before the run, the browser build and
+seconds until the view changed, how busy the cores were before the run, the browser build and
 the provenance; exit status 1 when a change took longer than the target.
 
 Run it alone on an idle machine: it measures what a user waits for, and a busy core makes
@@ -32,6 +32,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 import explorer_drive  # noqa: E402  (tests/explorer_drive.py, shared with tests/test_browser.py)
 import labdriver  # noqa: E402
+from bench_suite import busy_share  # noqa: E402  (this folder: the script's own)
 
 SHOTS = REPO / ".lrlib" / "screenshots"
 
@@ -52,16 +53,17 @@ def main() -> int:
     from lrlab.agent.miniwob import chromium_build
     from lrlib.runinfo import provenance
 
-    load = os.getloadavg()[0]
+    load, busy = os.getloadavg()[0], busy_share()
     prov = provenance(
         benchmark="explorer_latency",
         repeats=args.repeats,
         target_s=explorer_drive.UPDATE_S,
         browser=chromium_build(str(labdriver.CHROMIUM)),
         load_before=round(load, 2),
+        busy_before=round(busy, 2),
     )
-    print(f"load average before the run: {load:.2f} on {os.cpu_count()} cores"
-          + ("  (busy: the figures overstate the wait)" if load > 0.5 else ""))  # fmt: skip
+    print(f"cores {busy:.0%} busy before the run ({os.cpu_count()} cores; load average "
+          f"{load:.2f})" + ("  - busy: the figures overstate the wait" if busy > 0.1 else ""))  # fmt: skip
     SHOTS.mkdir(parents=True, exist_ok=True)
     sessions: list[dict[str, float]] = []
     with (

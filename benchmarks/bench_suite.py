@@ -8,8 +8,9 @@ the machine's (every core's busy time from ``/proc/stat``, which also counts pro
 children did not wait for: chromium's, kernels', servers'; run it on an idle machine). The
 machine's CPU over wall times cores says how much of the wall was waiting (sleeps, page
 loads) rather than computing; the machine's CPU over cores is the wall no scheduling can
-beat. The load average before the run is recorded: a figure taken on a busy machine says
-so.
+beat. The share of the cores busy in the second before the run is recorded (with the load
+average, which on a virtual machine can read 1-4 while every core idles): a figure taken on
+a busy machine says so.
 
     python benchmarks/bench_suite.py                   # the Makefile's workers (auto)
     python benchmarks/bench_suite.py --workers 2 3     # two suites, before/after
@@ -51,6 +52,19 @@ def machine_cpu() -> float:
     except OSError:
         return 0.0
     return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def busy_share(seconds: float = 1.0) -> float:
+    """The share of the cores busy over the next ``seconds`` (``/proc/stat``; 0.0 where
+    there is none): whether the machine is idle, which the load average does not tell on a
+    virtual machine whose kernel threads keep it at 1-4.
+
+    >>> 0.0 <= busy_share(0.2) <= 1.0
+    True
+    """
+    before = machine_cpu()
+    time.sleep(seconds)
+    return min(1.0, (machine_cpu() - before) / (seconds * (os.cpu_count() or 1)))
 
 
 def phase(name: str, cmd: list[str], env: dict[str, str] | None = None) -> dict:
@@ -119,11 +133,12 @@ def main() -> None:
     from lrlib.runinfo import provenance
 
     prov = provenance(python=platform.python_version(), cpus=os.cpu_count(),
-                      load_before=[round(x, 2) for x in os.getloadavg()])  # fmt: skip
-    load = prov["load_before"][0]
+                      load_before=[round(x, 2) for x in os.getloadavg()],
+                      busy_before=round(busy_share(), 2))  # fmt: skip
+    load, busy = prov["load_before"][0], prov["busy_before"]
     print(f"bench_suite: {len(args.workers)} suite run(s) ({', '.join(args.workers)} workers), "
-          f"about {6 * len(args.workers)} min on 2 cores; load average {load:.1f}"
-          + ("" if load < 1.5 else " - the machine is busy: these times are not idle times"),
+          f"about {6 * len(args.workers)} min on 2 cores; cores {busy:.0%} busy before"
+          + ("" if busy < 0.1 else " - the machine is busy: these times are not idle times"),
           file=sys.stderr, flush=True)  # fmt: skip
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -146,7 +161,8 @@ def main() -> None:
         print(f"\nslowest {SLOWEST} tests, {run['workers']} workers (setup + call + teardown, s):")
         for row in run["slowest"]:
             print(f"  {row['s']:6.1f}  {row['test']}")
-    print(f"\ncommit {prov['git_commit']}, {prov['cpus']} CPUs, load before {load:.2f}; "
+    print(f"\ncommit {prov['git_commit']}, {prov['cpus']} CPUs, cores {busy:.0%} busy before "
+          f"(load average {load:.2f}); "
           f"busy = machine CPU / (wall x {cores} cores); machine CPU / {cores} is the floor "
           "of the wall on this machine")  # fmt: skip
     if args.out:

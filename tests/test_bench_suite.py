@@ -46,3 +46,14 @@ def test_a_phase_measures_its_child_process_cpu():
     row = _bench().phase("burn", [sys.executable, "-c", burn])
     assert row["status"] == 0 and row["cpu_s"] >= 0.3 and row["wall_s"] >= row["cpu_s"] - 0.05
     assert row["machine_cpu_s"] >= 0.25  # every core's busy time holds the child's too
+
+
+def test_busy_share_sees_a_busy_core():
+    """The idle check reads the cores, not the load average: one spinning child shows."""
+    burn = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        share = _bench().busy_share(0.5)
+    finally:
+        burn.kill()
+        burn.wait()
+    assert 0.9 / os.cpu_count() <= share <= 1.0
