@@ -39,27 +39,37 @@ TEST_WORKERS ?= auto
 test: lint browser
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=20
 
-# the browser test (tests/test_browser.py) drives JupyterLab with Debian's chromium. apt-get
-# waits up to APT_LOCK_WAIT s for another install's lock; afterwards the message says what
-# really happened: chromium present (whoever installed it) or missing (the tests SKIP).
-CHROMIUM      ?= /usr/bin/chromium
-APT_GET       ?= apt-get
-APT_LOCK_WAIT ?= 300
+# Debian's chromium: the browser test (tests/test_browser.py) drives JupyterLab with it, and
+# the live episodes run in its headless shell when present (chromium-headless-shell: the same
+# engine and trees at about half the CPU per episode; else chromium itself). apt-get waits up
+# to APT_LOCK_WAIT s for another install's lock; afterwards the message says what really
+# happened: chromium present (whoever installed it) or missing (the tests SKIP).
+CHROMIUM       ?= /usr/bin/chromium
+HEADLESS_SHELL ?= /usr/bin/chromium-headless-shell
+APT_GET        ?= apt-get
+APT_LOCK_WAIT  ?= 300
 browser:
-	@if [ -x "$(CHROMIUM)" ]; then :; \
+	@if [ -x "$(CHROMIUM)" ] && [ -x "$(HEADLESS_SHELL)" ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v $(APT_GET) >/dev/null; then \
-		echo "installing chromium for tests/test_browser.py (apt-get)"; \
+		missing=""; [ -x "$(CHROMIUM)" ] || missing="chromium"; \
+		[ -x "$(HEADLESS_SHELL)" ] || missing="$$missing chromium-headless-shell"; \
+		echo "installing$$(echo " $$missing" | sed 's/  */ /g') for the browser tests (apt-get)"; \
 		log=$$(mktemp); \
 		{ $(APT_GET) -o DPkg::Lock::Timeout=$(APT_LOCK_WAIT) update -qq \
 			&& DEBIAN_FRONTEND=noninteractive $(APT_GET) -o DPkg::Lock::Timeout=$(APT_LOCK_WAIT) \
-				install -y -qq chromium >/dev/null; } >"$$log" 2>&1; status=$$?; \
+				install -y -qq $$missing >/dev/null; } >"$$log" 2>&1; status=$$?; \
 		why=$$(grep -m1 -iE 'lock|unable|error|failed' "$$log"); rm -f "$$log"; \
-		if [ -x "$(CHROMIUM)" ] && [ $$status = 0 ]; then echo "chromium installed: $(CHROMIUM)"; \
-		elif [ -x "$(CHROMIUM)" ]; then \
-			echo "apt-get failed (status $$status: $${why:-no message}), but $(CHROMIUM) is there now (another install provided it): tests/test_browser.py will run"; \
-		else \
-			echo "!!! apt-get failed (status $$status: $${why:-no message}) and $(CHROMIUM) is missing: tests/test_browser.py will SKIP"; \
-		fi; \
+		if [ $$status = 0 ]; then echo "installed:$$missing"; \
+		else echo "apt-get failed (status $$status: $${why:-no message})"; fi; \
+		case "$$missing" in chromium*) provided=" now (another install provided it)";; *) provided="";; esac; \
+		if [ -x "$(CHROMIUM)" ]; then \
+			[ $$status = 0 ] && provided=""; \
+			echo "$(CHROMIUM) is there$$provided: tests/test_browser.py will run"; \
+		else echo "!!! $(CHROMIUM) is missing: tests/test_browser.py will SKIP"; fi; \
+		if [ ! -x "$(HEADLESS_SHELL)" ]; then \
+			echo "no $(HEADLESS_SHELL): live episodes run in chromium (about twice the CPU)"; fi; \
+	elif [ -x "$(CHROMIUM)" ]; then \
+		echo "no $(HEADLESS_SHELL) and not root with apt-get: live episodes run in $(CHROMIUM) (about twice the CPU)"; \
 	else \
 		echo "!!! no $(CHROMIUM) and not root with apt-get: tests/test_browser.py will SKIP"; \
 	fi

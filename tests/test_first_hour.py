@@ -284,24 +284,39 @@ exit 0
 @pytest.mark.skipif(
     os.geteuid() != 0 or not shutil.which("make"), reason="the recipe installs as root only"
 )
-@pytest.mark.parametrize("provided", [True, False])
-def test_make_browser_reports_what_happened(tmp_path, provided):
+@pytest.mark.parametrize("case", ["provided", "missing", "shell only"])
+def test_make_browser_reports_what_happened(tmp_path, case):
     apt = tmp_path / "apt-get"
     apt.write_text(FAKE_APT)
     apt.chmod(0o755)
     chromium = tmp_path / "chromium"
-    env = {**os.environ, "PROVIDE": str(chromium) if provided else ""}
+    if case == "shell only":  # chromium is there; only its headless shell is missing
+        chromium.write_text("#!/bin/sh\n")
+        chromium.chmod(0o755)
+    env = {**os.environ, "PROVIDE": str(chromium) if case == "provided" else ""}
     proc = subprocess.run(
-        ["make", "-s", "-C", str(REPO), "browser", f"CHROMIUM={chromium}", f"APT_GET={apt}"],
+        ["make", "-s", "-C", str(REPO), "browser", f"CHROMIUM={chromium}", f"APT_GET={apt}",
+         f"HEADLESS_SHELL={tmp_path / 'chromium-headless-shell'}"],
         capture_output=True, text=True, timeout=60, env=env,
     )  # fmt: skip
     text = proc.stdout + proc.stderr
     assert proc.returncode == 0, text
     assert "lock" in text, text  # the real reason is named
-    if provided:
-        assert "will run" in text and "SKIP" not in text, text
-    else:
+    assert "live episodes run in chromium (about twice the CPU)" in text, text
+    if case == "missing":
         assert "will SKIP" in text, text
+        return
+    assert "will run" in text and "SKIP" not in text, text
+    installing = text.splitlines()[0]
+    if case == "shell only":
+        assert installing == "installing chromium-headless-shell for the browser tests (apt-get)"
+        assert "another install" not in text, text
+    else:
+        assert (
+            installing
+            == "installing chromium chromium-headless-shell for the browser tests (apt-get)"
+        )
+        assert "another install provided it" in text, text
 
 
 def test_inject_says_first_when_it_would_ask_the_model(capsys, monkeypatch):

@@ -53,7 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--chromium",
         default=None,
-        help="chromium executable (default $CHROMIUM or /usr/bin/chromium)",
+        help="chromium executable (default $CHROMIUM, else /usr/bin/chromium-headless-shell if "
+        "installed, else /usr/bin/chromium)",
     )
     parser.add_argument("--out", type=Path, default=None,
                         help="results folder (default <results dir>/live/<policy>)")  # fmt: skip

@@ -28,9 +28,23 @@ from lrlib.settings import current, export_env
 CANONICAL_BASE = "http://localhost:8000/"  # BrowserGym's documented MiniWoB address
 
 
+#: the browsers ``lrlib live`` looks for, in order, when neither ``path`` nor ``$CHROMIUM`` is
+#: set: Debian's headless shell (chromium's engine without its UI: the same trees at about
+#: half the CPU per episode, docs/performance.md), then Debian's chromium
+DEFAULT_CHROMIUMS = ("/usr/bin/chromium-headless-shell", "/usr/bin/chromium")
+
+
 def chromium_path(path: str | None = None) -> str:
-    """The chromium executable: ``path``, ``$CHROMIUM`` or ``/usr/bin/chromium``."""
+    """The chromium executable: ``path``, ``$CHROMIUM`` or the first installed of
+    :data:`DEFAULT_CHROMIUMS`.
+
+    >>> chromium_path() in DEFAULT_CHROMIUMS or bool(current().chromium)
+    True
+    """
     path = path or current().chromium
+    if not path:
+        found = [p for p in DEFAULT_CHROMIUMS if os.access(p, os.X_OK)]
+        path = found[0] if found else DEFAULT_CHROMIUMS[-1]
     if not os.access(path, os.X_OK):
         raise FileNotFoundError(
             f"no chromium at {path}; install Debian's (make browser, or apt-get install "
@@ -41,11 +55,14 @@ def chromium_path(path: str | None = None) -> str:
 
 @lru_cache(maxsize=4)
 def chromium_build(path: str | None = None) -> str:
-    """The browser build, e.g. ``Chromium 150.0.7871.100 built on Debian GNU/Linux 12``."""
-    out = subprocess.run(
-        [chromium_path(path), "--version"], capture_output=True, text=True, timeout=30
-    )
-    return " ".join(out.stdout.split()) or "unknown"
+    """The browser build, e.g. ``Chromium 150.0.7871.100 built on Debian GNU/Linux 12``, or
+    ``Chromium 156.0.8078.108 (chromium-headless-shell)``: any executable but ``chromium``
+    is named, since some print only the version."""
+    exe = chromium_path(path)
+    out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
+    build = " ".join(out.stdout.split()) or "unknown"
+    name = Path(exe).name
+    return build if name == "chromium" else f"{build} ({name})"
 
 
 LIVE_PACKAGES = {"browsergym.miniwob": "browsergym-miniwob", "miniwob": "miniwob",
