@@ -49,11 +49,67 @@ def _refused(url: str) -> bool:
     return False
 
 
+# The module's own work dir: the speed measure the threads test takes (first, below) is the
+# one the other starts here reuse, as a user's starts within the hour do (one measure, not one
+# per test); the repository's .lrlib is left alone.
+@pytest.fixture(scope="module", autouse=True)
+def _work_dir(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("LRLIB_WORK_DIR", str(tmp_path_factory.mktemp("server-work")))
+        yield
+
+
 def test_the_weights_ship_in_the_wheel():
     path = gguf_path()
     assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and path.stat().st_size > 50e6
     with path.open("rb") as f:
         assert f.read(4) == b"GGUF"
+
+
+def test_threads_are_measured_the_fastest_kept_and_the_measure_reused(monkeypatch):
+    """No thread count set: a start measures each candidate with the server's own timings,
+    keeps the fastest for the prompt and the fastest for the answer, writes the measure;
+    the next start within the hour reuses it (no probe); `lrlib run`'s plan line reports it."""
+    import argparse
+
+    from lrlab import server as srv
+    from lrlib.report import run
+
+    monkeypatch.delenv("LRLIB_SERVER_THREADS", raising=False)
+    srv.speed_file().unlink(missing_ok=True)  # measured here, whatever ran before
+    probes = []
+    real_probe = srv._probe
+    monkeypatch.setattr(srv, "_probe", lambda *a, **k: probes.append(a) or real_probe(*a, **k))
+    with EmbeddedServer(context=1024, parallel=1) as server:
+        speed = server.speed
+        assert _get(server.address + "/health")["status"] == "ok"
+    trials = {int(t): v for t, v in speed["trials"].items()}
+    assert sorted(trials) == srv.candidate_threads() and len(probes) == len(trials)
+    assert trials[1]["prefill_tps"] > 0 and trials[1]["decode_tps"] > 0  # others may time out
+    prefill = max(trials, key=lambda t: trials[t]["prefill_tps"])  # each its fastest
+    decode = max(trials, key=lambda t: trials[t]["decode_tps"])
+    assert (server.batch_threads, server.threads) == (prefill, decode)
+    assert (speed["batch_threads"], speed["threads"]) == (prefill, decode)
+    kept = srv.measured_speed()
+    best = {
+        "prefill_tps": trials[prefill]["prefill_tps"],
+        "decode_tps": trials[decode]["decode_tps"],
+    }
+    assert kept["answer_s"] == round(srv.seconds_per_answer(best), 1)
+    with EmbeddedServer(context=1024, parallel=1) as again:
+        assert (again.batch_threads, again.threads) == (prefill, decode)
+        assert again.speed["at"] == speed["at"]
+    assert len(probes) == len(trials)  # reused, not measured again
+    monkeypatch.setenv("LRLIB_OFFLINE", "0")  # the embedded model may be asked (the one rule)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    parser = argparse.ArgumentParser()
+    run.add_arguments(parser)
+    line = run.plan(parser.parse_args(["--default-steps", "--limit", "2", "--refresh"]))
+    assert re.search(
+        rf"prefill {best['prefill_tps']:.0f} tokens/s \({prefill} threads?\), decoding "
+        rf"{best['decode_tps']:.1f} tokens/s \({decode} threads?\), measured here \d+ s ago",
+        line,
+    ), line
 
 
 def test_server_binds_loopback_answers_and_stops(tmp_path):
@@ -148,49 +204,3 @@ def test_serve_command_prints_the_url_and_stops_on_sigterm():
     finally:
         if proc.poll() is None:
             proc.kill()
-
-
-def test_threads_are_measured_the_fastest_kept_and_the_measure_reused(tmp_path, monkeypatch):
-    """No thread count set: a start measures each candidate with the server's own timings,
-    keeps the fastest for the prompt and the fastest for the answer, writes the measure;
-    the next start within the hour reuses it (no probe); `lrlib run`'s plan line reports it."""
-    import argparse
-
-    from lrlab import server as srv
-    from lrlib.report import run
-
-    monkeypatch.setenv("LRLIB_WORK_DIR", str(tmp_path))
-    monkeypatch.delenv("LRLIB_SERVER_THREADS", raising=False)
-    probes = []
-    real_probe = srv._probe
-    monkeypatch.setattr(srv, "_probe", lambda *a, **k: probes.append(a) or real_probe(*a, **k))
-    with EmbeddedServer(context=1024, parallel=1) as server:
-        speed = server.speed
-        assert _get(server.address + "/health")["status"] == "ok"
-    trials = {int(t): v for t, v in speed["trials"].items()}
-    assert sorted(trials) == srv.candidate_threads() and len(probes) == len(trials)
-    assert trials[1]["prefill_tps"] > 0 and trials[1]["decode_tps"] > 0  # others may time out
-    prefill = max(trials, key=lambda t: trials[t]["prefill_tps"])  # each its fastest
-    decode = max(trials, key=lambda t: trials[t]["decode_tps"])
-    assert (server.batch_threads, server.threads) == (prefill, decode)
-    assert (speed["batch_threads"], speed["threads"]) == (prefill, decode)
-    kept = srv.measured_speed()
-    best = {
-        "prefill_tps": trials[prefill]["prefill_tps"],
-        "decode_tps": trials[decode]["decode_tps"],
-    }
-    assert kept["answer_s"] == round(srv.seconds_per_answer(best), 1)
-    with EmbeddedServer(context=1024, parallel=1) as again:
-        assert (again.batch_threads, again.threads) == (prefill, decode)
-        assert again.speed["at"] == speed["at"]
-    assert len(probes) == len(trials)  # reused, not measured again
-    monkeypatch.setenv("LRLIB_OFFLINE", "0")  # the embedded model may be asked (the one rule)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    parser = argparse.ArgumentParser()
-    run.add_arguments(parser)
-    line = run.plan(parser.parse_args(["--default-steps", "--limit", "2", "--refresh"]))
-    assert re.search(
-        rf"prefill {best['prefill_tps']:.0f} tokens/s \({prefill} threads?\), decoding "
-        rf"{best['decode_tps']:.1f} tokens/s \({decode} threads?\), measured here \d+ s ago",
-        line,
-    ), line
