@@ -63,7 +63,7 @@ def test_groups_really_keep_a_module_on_one_worker(tmp_path):
             f"    open({str(tmp_path / name)!r} + os.environ['PYTEST_XDIST_WORKER'], 'w').close()\n"
         )
     # only pytest-xdist among the installed plugins: the scheduling is theirs alone, and three
-    # processes skip loading the others (nbmake's import alone is 1.5 s)
+    # processes skip loading the others (a second or more of imports each)
     env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "xdist", "-n", "2", "--dist", "loadgroup", "-q",
