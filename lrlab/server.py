@@ -392,7 +392,7 @@ def _stop_all() -> None:
 
 def shared_server() -> EmbeddedServer:
     """The process-wide embedded server, started on first use (``LRLIB_SERVER_PARALLEL``
-    slots, default 2), stopped at exit. :class:`~lrlib.llm.client.LLMClient` uses it when no
+    slots, default 1), stopped at exit. :class:`~lrlib.llm.client.LLMClient` uses it when no
     endpoint is configured."""
     global _shared
     with _shared_lock:
@@ -402,7 +402,9 @@ def shared_server() -> EmbeddedServer:
 
 
 def shared_parallel() -> int:
-    """Request slots of the process-wide server (``LRLIB_SERVER_PARALLEL``, default 2).
+    """Request slots of the process-wide server (``LRLIB_SERVER_PARALLEL``, default 1: the
+    measured threads already use every core for one prompt, and two prompts side by side
+    only shared them, each answer waiting for both; docs/performance.md).
 
     >>> shared_parallel() >= 1
     True
@@ -422,7 +424,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8080, help="port (0: any free port)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback)")
     parser.add_argument("--context", type=int, default=CONTEXT_TOKENS, help="tokens per slot")
-    parser.add_argument("--parallel", type=int, default=2, help="concurrent request slots")
+    parser.add_argument("--parallel", type=int, default=None,
+                        help="concurrent request slots (default $LRLIB_SERVER_PARALLEL, else 1)")  # fmt: skip
     parser.add_argument("--threads", type=int, default=None, help="CPU threads")
     parser.add_argument("--verbose", action="store_true", help="show llama.cpp's log")
     parser.epilog = (
@@ -446,7 +449,7 @@ def run(args: argparse.Namespace) -> int:
         port=args.port,
         host=args.host,
         context=args.context,
-        parallel=args.parallel,
+        parallel=args.parallel or shared_parallel(),
         threads=args.threads,
         verbose=args.verbose,
     )

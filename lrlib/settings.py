@@ -224,9 +224,9 @@ class Settings:
     )
     server_parallel: int = _var(
         "LRLIB_SERVER_PARALLEL",
-        2,
-        "2",
-        "request slots of the process-wide embedded server",
+        1,
+        "1 (on 2 cores one slot answered in 19 s what two did in 45 s each, docs/performance.md)",
+        "request slots of the process-wide embedded server (and requests sent to it at once)",
         False,
         "speed",
         parse=_int,
