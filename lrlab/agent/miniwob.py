@@ -38,8 +38,10 @@ def chromium_path(path: str | None = None) -> str:
     """The chromium executable: ``path``, ``$CHROMIUM`` or the first installed of
     :data:`DEFAULT_CHROMIUMS`.
 
-    >>> chromium_path() in DEFAULT_CHROMIUMS or bool(current().chromium)
-    True
+    >>> from lrlib.settings import override
+    >>> with override(chromium="/bin/sh"):  # $CHROMIUM wins over the defaults
+    ...     chromium_path()
+    '/bin/sh'
     """
     path = path or current().chromium
     if not path:
