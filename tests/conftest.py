@@ -72,6 +72,19 @@ def pytest_collection_modifyitems(config, items):
         items.sort(key=lambda i: i.nodeid in grouped or i.get_closest_marker("slow") is None)
 
 
+def live_missing(packages: list[str]) -> str | None:
+    """Why live episodes cannot run here, for a skip: no browser ``lrlib live`` would drive
+    (:func:`lrlab.agent.miniwob.chromium_path`, the one place that picks it) or the missing
+    ``packages``; None when they can."""
+    from lrlab.agent.miniwob import chromium_path
+
+    try:
+        chromium_path()
+    except FileNotFoundError as err:
+        return str(err)
+    return f"live extra missing: {packages}" if packages else None
+
+
 def _traces_dir() -> Path:
     return Path(os.environ.get("LRLIB_TRACES", REPO.parent / "shared" / "traces"))
 

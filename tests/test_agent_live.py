@@ -8,26 +8,19 @@ installs chromium; the Makefile's venv step installs the extra).
 from __future__ import annotations
 
 import json
-import os
 import time
 
 import pandas as pd
 import pytest
+from conftest import live_missing
 
 from lrlab.agent.miniwob import missing_packages
 from lrlib.cli import main
 from lrlib.data.importer import import_traces
 from lrlib.data.traces import find_experiments, read_episode
 
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-pytestmark = [
-    pytest.mark.skipif(
-        not os.access(CHROMIUM, os.X_OK), reason=f"no chromium at {CHROMIUM} (make browser)"
-    ),
-    pytest.mark.skipif(
-        bool(missing_packages()), reason=f"live extra missing: {missing_packages()}"
-    ),
-]
+_WHY = live_missing(missing_packages())
+pytestmark = pytest.mark.skipif(_WHY is not None, reason=str(_WHY))
 TASKS = "click-checkboxes,login-user"
 REDUCERS = "full;bm25:top_k=2"  # bm25 with 2 chunks drops lines the policy needs on some steps
 

@@ -9,11 +9,11 @@ The browser part is skipped, with the reason, without chromium or the live extra
 from __future__ import annotations
 
 import json
-import os
 import socket
 import urllib.request
 
 import pytest
+from conftest import live_missing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,12 +23,8 @@ from lrlab.docsite.site import FIXTURE, Server, Site, fixture_site, norm
 from lrlab.docsite.tasks import FAMILIES, Generator, load_tasks
 from lrlib.cli import main
 
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-_WHY = (f"no chromium at {CHROMIUM} (make browser)" if not os.access(CHROMIUM, os.X_OK)
-        else f"live extra missing: {missing_packages()}")  # fmt: skip
-needs_browser = pytest.mark.skipif(
-    not os.access(CHROMIUM, os.X_OK) or bool(missing_packages()), reason=_WHY
-)
+_WHY = live_missing(missing_packages())
+needs_browser = pytest.mark.skipif(_WHY is not None, reason=str(_WHY))
 
 
 def test_server_serves_the_folder_on_an_ephemeral_port_and_stops():

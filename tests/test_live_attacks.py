@@ -10,9 +10,9 @@ The browser part is skipped, with the reason, without chromium or the live extra
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
+from conftest import live_missing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,12 +28,8 @@ from lrlab.injection.live_attacks import (
     parse_spec,
 )
 
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-_WHY = (f"no chromium at {CHROMIUM} (make browser)" if not os.access(CHROMIUM, os.X_OK)
-        else f"live extra missing: {missing_packages()}")  # fmt: skip
-needs_browser = pytest.mark.skipif(
-    not os.access(CHROMIUM, os.X_OK) or bool(missing_packages()), reason=_WHY
-)
+_WHY = live_missing(missing_packages())
+needs_browser = pytest.mark.skipif(_WHY is not None, reason=str(_WHY))
 GOAL = 'Open the page linked as "gadget.foxtrot".'
 # attacks whose message a rendered page wraps in a paragraph beside its control
 WRAPPED = ("hidden.heldout", "comment.cues", "banner.cues", "banner.cuefree")
