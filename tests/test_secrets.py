@@ -25,16 +25,22 @@ from lrlib.cli import main
 REPO = Path(__file__).resolve().parents[1]
 # a key the developer may have in their shell (conftest removes it before each test)
 _SHELL_KEY = os.environ.get("OPENAI_API_KEY", "")
-# key formats (case-sensitive, fast) and auth fields (matched on the lower-cased bytes)
+# key formats (case-sensitive) and auth fields (matched on the lower-cased bytes). One
+# pattern per literal start, no top-level alternation: re then jumps from one occurrence of
+# the start to the next (~1 s per pattern over the shipped data's 730 MB unzipped, against
+# 7-12 s for the same alternatives in one pattern); "x-api-key: ..." is found as "api-key: ..."
 KEY_LIKE = [
     re.compile(rb"sk-(?:proj-|svcacct-|ant-)?[A-Za-z0-9_\-]{20,}"),  # OpenAI / Anthropic
-    re.compile(rb"AKIA[0-9A-Z]{16}|hf_[A-Za-z0-9]{30,}|gh[pousr]_[A-Za-z0-9]{36}"),
-    re.compile(rb"xox[abpr]-[A-Za-z0-9-]{10,}"),
+    re.compile(rb"AKIA[0-9A-Z]{16}"),  # AWS
+    re.compile(rb"hf_[A-Za-z0-9]{30,}"),  # Hugging Face
+    re.compile(rb"gh[pousr]_[A-Za-z0-9]{36}"),  # GitHub
+    re.compile(rb"xox[abpr]-[A-Za-z0-9-]{10,}"),  # Slack
 ]
-AUTH_LIKE = re.compile(
-    rb"bearer\s+[a-z0-9._\-~+/]{8,}"
-    rb"|(?:authorization|x-api-key|api[_-]key)[\"']?\s*[:=]\s*[\"']?[a-z0-9._\-]{8,}"
-)
+AUTH_LIKE = [
+    re.compile(rb"bearer\s+[a-z0-9._\-~+/]{8,}"),
+    re.compile(rb"authorization[\"']?\s*[:=]\s*[\"']?[a-z0-9._\-]{8,}"),
+    re.compile(rb"api[_-]key[\"']?\s*[:=]\s*[\"']?[a-z0-9._\-]{8,}"),
+]
 # what lrlib writes: shipped data, notebooks, figures, and the user area (runs, results,
 # answer cache, lab saves)
 ARTIFACTS = ("data", "notebooks", "figures", ".lrlib")
@@ -54,7 +60,8 @@ def _read(path: Path) -> bytes:
 
 def _scan(blob: bytes, needles: list[bytes]) -> list[str]:
     found = [m.group(0) for pattern in KEY_LIKE for m in pattern.finditer(blob)]
-    found += [m.group(0) for m in AUTH_LIKE.finditer(blob.lower())]
+    lower = blob.lower()
+    found += [m.group(0) for pattern in AUTH_LIKE for m in pattern.finditer(lower)]
     found += [n[:12] + b"..." for n in needles if n and n in blob]
     return [f[:40].decode("latin-1") for f in found]
 
@@ -139,6 +146,10 @@ def test_the_scanner_finds_what_it_looks_for():
         b"key sk-proj-" + b"a" * 30,
         b"AKIA" + b"B" * 16,
         b"hf_" + b"c" * 34,
+        b"ghp_" + b"d" * 36,
+        b"xoxb-" + b"e" * 12,
+        b"X-Api-Key: 0123456789",
+        b"'authorization' = 'Basic0123456789'",
     ]
     assert all(_scan(s, []) for s in samples)
     assert not _scan(b'{"text": "<answer>[(1, 3)]</answer>", "usage": {"prompt_tokens": 9}}', [])
