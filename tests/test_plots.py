@@ -302,3 +302,16 @@ def test_notebooks_run_side_by_side_with_progress_and_eta(tmp_path, monkeypatch,
     assert set(times) == {"10_a", "11_b"} and all(t >= 2 for t in times.values())
     plots.run_all(folder=folder, jobs=2, timeout=120, write=False)
     assert "s left" in capsys.readouterr().out  # estimated from the saved times
+
+
+def test_notebooks_start_longest_first_and_never_timed_ones_by_source_size(tmp_path):
+    """The run order (`lrlib figures --jobs 2` finishes sooner when the long notebooks
+    start first): by the last run's times; never-timed notebooks before those, the longest
+    source first, as on a fresh clone where no time is recorded yet."""
+    sources = []
+    for name, size in (("10_a", 10), ("11_b", 300), ("12_c", 50), ("13_d", 20)):
+        sources.append(tmp_path / f"{name}.py")
+        sources[-1].write_text("#" * size)
+    order = lambda last: [s.stem for s in plots._run_order(sources, last)]  # noqa: E731
+    assert order({}) == ["11_b", "12_c", "13_d", "10_a"]
+    assert order({"10_a": 30.0, "11_b": 2.0, "12_c": 9.5}) == ["13_d", "10_a", "12_c", "11_b"]

@@ -126,7 +126,8 @@ def test_explorer_view_highlights_kept_lines_and_labels_fallbacks(steps, empty_c
     assert "lr-pair" in widget.children[-1].value
 
 
-def test_figures_runner_executes_in_order_and_writes_executed_pairs(tmp_path):
+def test_figures_runner_executes_in_order_and_writes_executed_pairs(tmp_path, monkeypatch):
+    monkeypatch.setenv("LRLIB_WORK_DIR", str(tmp_path / "work"))  # its times, not the user's
     (tmp_path / "00_first.py").write_text(
         '# %%\nfrom lrlib import settings\n\n# %% tags=["parameters"]\n'
         "QUICK = settings.current().quick\n\n# %%\nprint('quick' if QUICK else 'full')\n"

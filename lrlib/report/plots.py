@@ -433,7 +433,8 @@ def run_all(
 ) -> list[Executed]:
     """Execute the notebooks (those whose name starts with one of ``only``, if given),
     ``jobs`` at a time (each in its own kernel; they do not read each other's outputs),
-    the slowest of the last run first; with ``write`` rewrite each paired ``.ipynb``.
+    the slowest of the last run first (never-timed ones before them, longest source
+    first); with ``write`` rewrite each paired ``.ipynb``.
     Prints one line per notebook as it finishes, with the time left (from the last run's
     times). Returns them in notebook order."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -443,7 +444,7 @@ def run_all(
     ]
     last = _last_times(quick)
     expected = {s.stem: last.get(s.stem, 0.0) for s in sources}
-    order = sorted(sources, key=lambda s: -expected[s.stem])  # longest first: shortest makespan
+    order = _run_order(sources, last)
     jobs = max(1, min(jobs, len(sources) or 1))
     mode = " (quick)" if quick else ""
     print(f"executing {len(sources)} notebooks{mode}, {jobs} at a time ...", flush=True)
@@ -469,6 +470,15 @@ def run_all(
             )
     _save_times(quick, {**last, **{n: r.seconds for n, r in done.items() if r.error is None}})
     return [done[s.stem] for s in sources]
+
+
+def _run_order(sources: Sequence[Path], last: dict[str, float]) -> list[Path]:
+    """Longest first, for the shortest makespan: the slowest of the last run first; before
+    them the never-timed ones (a fresh clone's first run), the longest source first (in
+    this repository 05 and 06 are both the longest sources and the slowest runs)."""
+    return sorted(
+        sources, key=lambda s: (s.stem in last, -last.get(s.stem, 0.0), -s.stat().st_size)
+    )
 
 
 def _times_file() -> Path:
