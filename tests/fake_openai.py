@@ -76,10 +76,19 @@ class Script:
         self.in_flight = 0
         self.max_in_flight = 0
         self._lock = threading.Lock()
+        self._released = threading.Event()
 
     @property
     def calls(self) -> int:
         return len(self.bodies)
+
+    def release(self, timeout: float = 10.0) -> None:
+        """End the delay of every request now and later; wait (at most ``timeout`` s) until
+        none is in flight, so a test does not stop the server under a sleeping handler."""
+        self._released.set()
+        deadline = time.monotonic() + timeout
+        while self.in_flight and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def __call__(self, request: Request) -> Response:
         body = json.loads(request.get_data() or b"{}")
@@ -91,7 +100,7 @@ class Script:
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
             if self.delay:
-                time.sleep(self.delay)
+                self._released.wait(self.delay)  # release() ends the wait early
             out = self.answer(body, n)
         finally:
             with self._lock:
