@@ -82,7 +82,9 @@ def live_missing(packages: list[str]) -> str | None:
         chromium_path()
     except FileNotFoundError as err:
         return str(err)
-    return f"live extra missing: {packages}" if packages else None
+    if packages:
+        return f"the live extra is not installed ({', '.join(packages)}): pip install -e '.[live]'"
+    return None
 
 
 def _traces_dir() -> Path:

@@ -12,9 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import live_missing
+
+from lrlab.agent.miniwob import missing_packages
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "benchmarks" / "check_agentlab_generic.py"
+_LIVE_WHY = live_missing(missing_packages())  # the docs/live.md recipe needs both
 
 
 def _check_module():
@@ -73,20 +77,7 @@ def recipe() -> str:
     return m.group(1)
 
 
-def _live_missing() -> str | None:
-    from lrlab.agent.miniwob import chromium_path, missing_packages
-
-    missing = missing_packages()
-    if missing:
-        return f"the live extra is not installed ({', '.join(missing)}): pip install -e '.[live]'"
-    try:
-        chromium_path(None)
-    except Exception as exc:  # noqa: BLE001
-        return f"no Debian chromium: {exc}"
-    return None
-
-
-@pytest.mark.skipif(_live_missing() is not None, reason=str(_live_missing()))
+@pytest.mark.skipif(_LIVE_WHY is not None, reason=str(_LIVE_WHY))
 def test_browsergym_loop_recipe_runs_as_written(tmp_path):
     from lrlab.agent.miniwob import MiniWoB
 
