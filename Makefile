@@ -32,7 +32,8 @@ format: venv
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-# pytest-xdist: one worker per core (TEST_WORKERS=1 for one at a time; groups: tests/conftest.py).
+# pytest-xdist: auto is a worker per core and one more (TEST_WORKERS=1 for one at a time;
+# both and the groups: tests/conftest.py).
 # The JupyterLab-in-chromium test runs among the others: it checks what the user sees; how
 # fast the explorer answers (<= 1 s) is timed alone by benchmarks/bench_explorer_latency.py
 TEST_WORKERS ?= auto

@@ -127,7 +127,7 @@ def suite(workers: str, tmp: Path) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", nargs="+", default=["auto"],
-                        help="xdist workers per run (auto: one per core, as `make test`)")  # fmt: skip
+                        help="xdist workers per run (auto: as `make test`, a worker per core and one more)")  # fmt: skip
     parser.add_argument("--out", type=Path, help="also write the results as JSON here")
     args = parser.parse_args()
     from lrlib.runinfo import provenance

@@ -7,11 +7,12 @@ import inspect
 import json
 import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
-# One BLAS thread per xdist worker: each worker has a core, and numpy's OpenBLAS would start
+# One BLAS thread per xdist worker: each worker has at most a core, and numpy's OpenBLAS would start
 # one thread per core in every worker; two workers' threads spin-waiting on two cores made the
 # BLAS-heavy tests several times slower (tests/test_learned.py's nested CV: 169 s of wall and
 # 60 s of CPU with 2 threads, 22 s and 13 s with 1, on this loaded machine). It covers `make test`
@@ -19,12 +20,19 @@ import pytest
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+# Compiled bytecode is kept (in the git-ignored __pycache__ folders) even where the shell sets
+# PYTHONDONTWRITEBYTECODE, as this machine does: else every worker rewrote the test modules'
+# assertions and every notebook kernel and command the tests start compiled lrlib and lrlab
+# again (13 of 425 CPU s of the suite on a fresh clone, benchmarks/bench_suite.py). Only the
+# test processes write; what they write serves the processes they start.
+sys.dont_write_bytecode = False
+
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parents[1]
 
 
-# `make test` runs the suite on every core (pytest-xdist, `-n auto --dist loadgroup`; a plain
-# `pytest -n 2` gets loadgroup too, below). Tests of one xdist group run on one worker, one
+# `make test` runs the suite on every core (pytest-xdist, `-n auto --dist loadgroup`: a worker
+# per core and one more, below; a plain `pytest -n 2` gets loadgroup too). Tests of one xdist group run on one worker, one
 # after the other:
 # - "heavy": the JupyterLab, MiniWoB and embedded llama.cpp modules; two at once would fight
 #   for the same two cores and run into their page and model timeouts, and would start two
@@ -47,6 +55,15 @@ def _xdist_group(module: object) -> str | None:
     except (OSError, TypeError):
         return None
     return name if _MODULE_FIXTURE.search(source) else None
+
+
+def pytest_xdist_auto_num_workers(config) -> int:
+    """`-n auto` (as `make test`): a worker per core and one more. The live episodes, the
+    JupyterLab tests and the retry drills wait for pages and timers a sixth of the time; a
+    third worker on two cores fills that wait (224 vs 238 s and 252 vs 265 s, 3 vs 2 workers,
+    each pair back to back on one clone; docs/performance.md)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (cores or 1) + 1
 
 
 def pytest_configure(config):
