@@ -32,16 +32,17 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 # `make test` runs the suite on every core (pytest-xdist, `-n auto --dist loadgroup`: a worker
-# per core and one more, below; a plain `pytest -n 2` gets loadgroup too). Tests of one xdist group run on one worker, one
-# after the other:
-# - "heavy": the JupyterLab, MiniWoB and embedded llama.cpp modules; two at once would fight
-#   for the same two cores and run into their page and model timeouts, and would start two
-#   llama servers;
+# per core and one more, below; a plain `pytest -n 2` gets loadgroup too). Tests of one xdist
+# group run on one worker, one after the other:
+# - "heavy": the JupyterLab, MiniWoB, embedded llama.cpp and Ray modules; two at once would
+#   fight for the same two cores and run into their page and model timeouts (and Ray's own
+#   30 s for its local node to start: 8.5 s on an idle machine, 19 s beside two busy
+#   processes), and would start two llama servers;
 # - a module that builds a fixture of module (or session) scope: its tests share one worker,
 #   so the fixture (a live run, a JupyterLab, a trained model...) is built on one worker. A
 #   module fixture is still built again when the worker runs another module's test in between
 #   (pytest tears it down): the costliest (live episodes) are of session scope.
-HEAVY_MODULES = {"test_browser", "test_agent_live", "test_server"}
+HEAVY_MODULES = {"test_browser", "test_agent_live", "test_server", "test_sharded"}
 _MODULE_FIXTURE = re.compile(r"fixture\(\s*scope=[\"'](module|package|session)[\"']")
 
 
