@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-# One BLAS thread per xdist worker: each worker has at most a core, and numpy's OpenBLAS would start
-# one thread per core in every worker; two workers' threads spin-waiting on two cores made the
-# BLAS-heavy tests several times slower (tests/test_learned.py's nested CV: 169 s of wall and
-# 60 s of CPU with 2 threads, 22 s and 13 s with 1, on this loaded machine). It covers `make test`
-# and a plain `pytest -n 2` alike (numpy is not imported yet when this runs).
+# One BLAS thread per xdist worker: each worker has at most a core, and numpy's OpenBLAS would
+# start one thread per core in every worker; two workers' threads spin-waiting on two cores
+# made the BLAS-heavy tests several times slower (tests/test_learned.py's nested CV: 169 s of
+# wall and 60 s of CPU with 2 threads, 22 s and 13 s with 1, on this loaded machine). It covers
+# `make test` and a plain `pytest -n 2` alike (numpy is not imported yet when this runs).
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
@@ -58,11 +58,14 @@ def _xdist_group(module: object) -> str | None:
     return name if _MODULE_FIXTURE.search(source) else None
 
 
-def pytest_xdist_auto_num_workers(config) -> int:
+def pytest_xdist_auto_num_workers(config) -> int | None:
     """`-n auto` (as `make test`): a worker per core and one more. The live episodes, the
     JupyterLab tests and the retry drills wait for pages and timers a sixth of the time; a
     third worker on two cores fills that wait (224 vs 238 s and 252 vs 265 s, 3 vs 2 workers,
-    each pair back to back on one clone; docs/performance.md)."""
+    each pair back to back on one clone; docs/performance.md). xdist's own
+    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still decides when set."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return (cores or 1) + 1
 
