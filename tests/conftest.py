@@ -66,8 +66,9 @@ def pytest_xdist_auto_num_workers(config) -> int | None:
     ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still decides when set."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return (cores or 1) + 1
+    from lrlab.scale.sharded import default_jobs  # the cores this process may use
+
+    return default_jobs() + 1
 
 
 def pytest_configure(config):
